@@ -1,0 +1,23 @@
+#!/bin/bash
+# Installs what building and testing need on a Debian 12 machine (run as root). Idempotent: only
+# missing packages are fetched, so it is cheap to call from every entry script.
+set -euo pipefail
+pkgs=(libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
+      gstreamer1.0-plugins-base gstreamer1.0-plugins-good libglib2.0-dev pkg-config
+      python3 python3-pip)
+# The kernel lane boots a real kernel under qemu.
+[ "${1:-}" = --kernel-lane ] && pkgs+=(qemu-system-x86 busybox-static kmod xz-utils)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >&2
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi
+command -v cargo >/dev/null || { echo "deps: cargo (rustup) is required" >&2; exit 1; }
+for c in rustfmt clippy; do
+  cargo "${c/rustfmt/fmt}" --version >/dev/null 2>&1 || rustup component add "$c"
+done

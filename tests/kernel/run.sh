@@ -1,0 +1,35 @@
+#!/bin/bash
+# The real-kernel lane: build test binaries on the host (the guest's emulated CPUs are far too
+# slow to compile), then run them under a Debian 6.12 kernel in qemu, where /dev/dma_heap/system,
+# /dev/udmabuf and vivid's /dev/video* exist. Any guest failure fails this script.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+
+# Each entry: cargo test selector. Host tests that branch on availability run here too, so the
+# same assertions are checked with a DMA heap present.
+build_tests() {
+  cargo test --features edgefirst-tensor/kernel-tests -p edgefirst-tensor \
+    --test kernel_dma --test memory --no-run --message-format=json 2>/dev/null |
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        print(m["executable"])'
+}
+mapfile -t bins < <(build_tests)
+[ ${#bins[@]} -ge 2 ] || { echo "kernel lane: could not build the test binaries" >&2; exit 1; }
+
+cat > target/kernel-lane.sh <<EOS
+set -u
+echo "kernel lane: \$(uname -r), heaps: \$(ls /dev/dma_heap | tr '\n' ' '), video: \$(ls /dev/video* 2>/dev/null | tr '\n' ' ')"
+fail=0
+for b in ${bins[*]}; do
+  echo "=== \$(basename \$b)"
+  "\$b" --test-threads=1 --nocapture || fail=1
+done
+exit \$fail
+EOS
+QLANE_MODULES=${QLANE_MODULES:-'vivid n_devs=2 multiplanar=1,2'} \
+  tests/kernel/run-in-kernel.sh "bash $root/target/kernel-lane.sh"
