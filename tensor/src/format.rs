@@ -265,6 +265,22 @@ impl PixelFormat {
         }
     }
 
+    /// How plane `plane` samples the luma grid: one stored granule covers `hdiv` x `vdiv` pixels
+    /// and takes `bytes` bytes. A YUY2 macropixel is one granule of two pixels, an NV12 chroma
+    /// pair one granule of 2x2 pixels; windows and row copies of every layout come from this.
+    pub fn plane_sampling(self, plane: usize, esz: usize) -> PlaneSampling {
+        let (hdiv, vdiv) = self.subsampling().divisors();
+        let s = |hdiv, vdiv, bytes| PlaneSampling { hdiv, vdiv, bytes };
+        match (self.layout(), plane) {
+            (PixelLayout::Bitstream, _) => s(1, 1, 1),
+            (PixelLayout::Packed, _) => s(hdiv, 1, hdiv * self.channels() * esz),
+            (PixelLayout::Planar, _) if self == PixelFormat::PlanarRgb => s(1, 1, esz),
+            (_, 0) => s(1, 1, esz),
+            (PixelLayout::Planar, _) => s(hdiv, vdiv, esz),
+            (PixelLayout::SemiPlanar, _) => s(hdiv, vdiv, 2 * esz),
+        }
+    }
+
     /// The row stride an image of this format gets.
     ///
     /// Semi-planar always takes the 64-byte pitch, whatever the backing,
@@ -293,74 +309,70 @@ fn dense_strides(shape: &[usize], esz: usize) -> Vec<isize> {
     strides
 }
 
-/// Rank of the unbatched image shape that `shape` is read as, or `None` when
-/// no image reading fits (the shape is then treated as a plain tensor).
-///
-/// Rank 3 is ambiguous for Packed ([H,W,C] vs batched gray [N,H,W]) and for
-/// Planar ([C,H,W] vs batched I420/YV12 [N,H,W]); an explicit `image_bytes`
-/// is only meaningful as a batch stride, so its presence selects the batched
-/// reading.
-fn image_base_rank(layout: PixelLayout, rank: usize, batch_hint: bool) -> Option<usize> {
-    match (layout, rank) {
-        (PixelLayout::SemiPlanar, 2 | 3) | (PixelLayout::Packed | PixelLayout::Planar, 2) => Some(2),
-        (PixelLayout::Packed | PixelLayout::Planar, 3) if batch_hint => Some(2),
-        (PixelLayout::Packed | PixelLayout::Planar, 3 | 4) => Some(3),
-        _ => None,
+/// One plane's sampling of the luma grid (see `PixelFormat::plane_sampling`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PlaneSampling {
+    pub hdiv: usize,
+    pub vdiv: usize,
+    /// Bytes of one granule (hdiv x vdiv pixels).
+    pub bytes: usize,
+}
+
+impl PlaneSampling {
+    /// Rows of this plane that pixel rows `0..h` touch.
+    pub fn rows(&self, h: usize) -> usize {
+        h.div_ceil(self.vdiv)
+    }
+
+    /// Bytes of one row of this plane that pixel columns `0..w` touch.
+    pub fn row_bytes(&self, w: usize) -> usize {
+        w.div_ceil(self.hdiv) * self.bytes
     }
 }
 
-/// The ONE function that computes byte strides for a tensor shape; every
-/// surface reports its result.
+/// How an image tensor's bytes step, as recorded on the tensor. Explicit rather than guessed from
+/// the shape's rank: `[H, W, C]` and a batch of gray `[N, H, W]` have the same rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StrideSpec {
+    pub layout: PixelLayout,
+    /// Plane-0 row pitch in bytes.
+    pub row_stride: usize,
+    /// Bytes from one plane of a planar `[C, H, W]` image to the next. `None` means `rs * H`; a
+    /// view's planes step over its parent's rows, not its own.
+    pub plane_stride: Option<usize>,
+    /// Present when the shape's leading dimension is a batch `N`: bytes from one image to the
+    /// next (one padded image, chroma included).
+    pub batch_stride: Option<usize>,
+}
+
+/// The ONE function that computes byte strides for a tensor shape; every surface reports its
+/// result. Strides are signed bytes so any hardware pitch is representable.
 ///
-/// * `shape`: addressing (or allocation) shape, optionally with a leading
-///   batch dimension N.
-/// * `esz`: element size in bytes.
-/// * `layout`: image layout, or `None` for a plain tensor (dense C order).
-/// * `row_stride`: recorded plane-0 row pitch in bytes; `None` means tight.
-/// * `image_bytes`: batch stride in bytes. When `None` it is the padded
-///   extent implied by the shape (packed `rs*H`, planar `C*rs*H`,
-///   semi-planar `rs*rows`). Batched YUV addressed through its luma grid
-///   must pass it, because the shape cannot show the chroma rows. Leave it
-///   `None` for unbatched shapes: on a rank-3 Packed/Planar shape it selects
-///   the batched reading (see below).
-///
-/// Readings: Packed `[H,W,C]` -> `[rs, C*esz, esz]`, `[H,W]` -> `[rs, esz]`;
-/// `SemiPlanar` and planar YUV `[rows, W]` -> `[rs, esz]`; Planar `[C,H,W]` ->
-/// `[rs*H, rs, esz]`; batched `[N, ...]` -> `[image_bytes, ...]`. Bitstream
-/// layouts and shapes that fit no image reading get dense strides.
-pub fn byte_strides(
-    shape: &[usize],
-    esz: usize,
-    layout: Option<PixelLayout>,
-    row_stride: Option<usize>,
-    image_bytes: Option<usize>,
-) -> Vec<isize> {
-    let base_rank = layout.and_then(|l| image_base_rank(l, shape.len(), image_bytes.is_some()));
-    let (Some(layout), Some(base_rank)) = (layout, base_rank) else {
+/// `spec: None` (a plain tensor) and bitstreams give dense C-order strides. Otherwise the row
+/// pitch lands on the row dimension and every dimension above it steps over padded rows:
+/// packed `[H, W, C]` -> `[rs, C*esz, esz]`, gray or the luma grid of semi-planar / planar YUV
+/// `[H, W]` -> `[rs, esz]`, planar `[C, H, W]` -> `[plane_stride, rs, esz]`, and batched
+/// `[N, ...]` -> `[batch_stride, ...]`.
+pub fn byte_strides(shape: &[usize], esz: usize, spec: Option<&StrideSpec>) -> Vec<isize> {
+    let Some(spec) = spec.filter(|s| s.layout != PixelLayout::Bitstream) else {
         return dense_strides(shape, esz);
     };
-    let batched = shape.len() == base_rank + 1;
+    let batched = spec.batch_stride.is_some() && !shape.is_empty();
     let base = &shape[usize::from(batched)..];
-    // Planar [C,H,W] keeps rows in dim 1; every other reading has rows first.
-    let row_dim = usize::from(layout == PixelLayout::Planar && base_rank == 3);
-
-    let mut strides = vec![0usize; base.len()];
-    let mut step = esz;
-    for i in (row_dim + 1..base.len()).rev() {
-        strides[i] = step;
-        step *= base[i];
+    if base.is_empty() {
+        return dense_strides(shape, esz);
     }
-    let rs = row_stride.unwrap_or(step);
-    strides[row_dim] = rs;
-    let mut extent = rs * base[row_dim];
-    for i in (0..row_dim).rev() {
-        strides[i] = extent;
-        extent *= base[i];
+    let planar = spec.layout == PixelLayout::Planar && base.len() == 3;
+    let row_dim = usize::from(planar);
+    let mut strides = dense_strides(base, esz);
+    strides[row_dim] = spec.row_stride as isize;
+    if planar {
+        strides[0] = spec.plane_stride.unwrap_or(spec.row_stride * base[1]) as isize;
     }
-    if batched {
-        strides.insert(0, image_bytes.unwrap_or(extent));
+    if let (true, Some(b)) = (batched, spec.batch_stride) {
+        strides.insert(0, b as isize);
     }
-    strides.into_iter().map(|s| s as isize).collect()
+    strides
 }
 
 #[cfg(test)]
@@ -577,42 +589,66 @@ mod tests {
     }
 
     #[test]
-    fn byte_strides_table() {
-        use PixelLayout::*;
-        let bs = byte_strides;
-        // Packed RGB with a padded pitch, tight, and batched.
-        assert_eq!(bs(&[240, 321, 3], 1, Some(Packed), Some(1024), None), vec![1024, 3, 1]);
-        assert_eq!(bs(&[240, 321, 3], 1, Some(Packed), None, None), vec![963, 3, 1]);
-        assert_eq!(bs(&[2, 240, 321, 3], 1, Some(Packed), Some(1024), None), vec![245760, 1024, 3, 1]);
-        assert_eq!(
-            bs(&[2, 240, 321, 3], 1, Some(Packed), Some(1024), Some(262144)),
-            vec![262144, 1024, 3, 1]
-        );
-        // Gray rank 2, and batched gray via the image_bytes hint.
-        assert_eq!(bs(&[240, 321], 1, Some(Packed), Some(384), None), vec![384, 1]);
-        assert_eq!(bs(&[4, 240, 321], 1, Some(Packed), Some(384), Some(92160)), vec![92160, 384, 1]);
-        // Semi-planar: luma grid, allocation rows, batched.
-        assert_eq!(bs(&[480, 641], 1, Some(SemiPlanar), Some(704), None), vec![704, 1]);
-        assert_eq!(bs(&[720, 640], 1, Some(SemiPlanar), None, None), vec![640, 1]);
-        assert_eq!(bs(&[2, 720, 641], 1, Some(SemiPlanar), Some(704), None), vec![506880, 704, 1]);
-        assert_eq!(bs(&[2, 480, 641], 1, Some(SemiPlanar), Some(704), Some(506880)), vec![506880, 704, 1]);
-        // Planar RGB f32 with padded pitch, tight, batched.
-        assert_eq!(bs(&[3, 240, 321], 4, Some(Planar), Some(1344), None), vec![322560, 1344, 4]);
-        assert_eq!(bs(&[3, 240, 321], 4, Some(Planar), None, None), vec![308160, 1284, 4]);
-        assert_eq!(bs(&[2, 3, 240, 321], 4, Some(Planar), Some(1344), None), vec![967680, 322560, 1344, 4]);
-        // Planar YUV luma grid and batched I420 (hint selects batch reading).
-        assert_eq!(bs(&[480, 640], 1, Some(Planar), Some(640), None), vec![640, 1]);
-        assert_eq!(bs(&[2, 480, 640], 1, Some(Planar), Some(640), Some(460800)), vec![460800, 640, 1]);
-        // Plain tensors and bitstreams are dense; row stride is ignored.
-        assert_eq!(bs(&[2, 3, 4], 4, None, Some(4096), None), vec![48, 16, 4]);
-        assert_eq!(bs(&[5], 1, Some(Bitstream), Some(64), None), vec![1]);
-        assert_eq!(bs(&[], 1, None, None, None), Vec::<isize>::new());
-        // A shape no image reading fits falls back to dense.
-        assert_eq!(bs(&[7], 2, Some(Packed), Some(64), None), vec![2]);
+    fn plane_sampling_reproduces_the_plane_table() {
+        // Every plane's rows x stride and row bytes agree with the plane table and the tight pitch.
+        for &f in PixelFormat::ALL {
+            if f.layout() == PixelLayout::Bitstream {
+                continue;
+            }
+            for (w, h) in [(5, 3), (640, 480), (641, 483)] {
+                let rs = f.row_stride_for(w, 1, true);
+                for (i, p) in f.plane_table(w, h, rs).iter().enumerate() {
+                    let smp = f.plane_sampling(i, 1);
+                    assert_eq!(smp.rows(h) * p.stride as usize, p.size, "{f:?} plane {i} {w}x{h}");
+                    assert!(smp.row_bytes(w) <= p.stride as usize, "{f:?} plane {i}");
+                }
+                assert_eq!(f.plane_sampling(0, 1).row_bytes(w), f.min_row_stride(w, 1), "{f:?} {w}");
+            }
+        }
+        assert_eq!(PixelFormat::Yuy2.plane_sampling(0, 1), PlaneSampling { hdiv: 2, vdiv: 1, bytes: 4 });
+        assert_eq!(PixelFormat::Nv12.plane_sampling(1, 1), PlaneSampling { hdiv: 2, vdiv: 2, bytes: 2 });
+        assert_eq!(PixelFormat::Rgba.plane_sampling(0, 4), PlaneSampling { hdiv: 1, vdiv: 1, bytes: 16 });
     }
 
-    /// Every (format, w, h, esz, rs) the invariant test sweeps: odd and even
-    /// sizes, tight and both padded pitches; YUV and bitstreams are u8-only.
+    #[test]
+    fn byte_strides_table() {
+        use PixelLayout::*;
+        let spec = |layout, rs, plane: Option<usize>, batch: Option<usize>| StrideSpec {
+            layout,
+            row_stride: rs,
+            plane_stride: plane,
+            batch_stride: batch,
+        };
+        let bs = |shape: &[usize], esz, s: StrideSpec| byte_strides(shape, esz, Some(&s));
+        // Packed RGB with a padded pitch, and batched over padded images.
+        assert_eq!(bs(&[240, 321, 3], 1, spec(Packed, 1024, None, None)), vec![1024, 3, 1]);
+        assert_eq!(bs(&[240, 321, 3], 1, spec(Packed, 963, None, None)), vec![963, 3, 1]);
+        assert_eq!(
+            bs(&[2, 240, 321, 3], 1, spec(Packed, 1024, None, Some(245760))),
+            vec![245760, 1024, 3, 1]
+        );
+        // Gray rank 2, and a batch of gray (same rank as [H, W, C]: the spec says which).
+        assert_eq!(bs(&[240, 321], 1, spec(Packed, 384, None, None)), vec![384, 1]);
+        assert_eq!(bs(&[4, 240, 321], 1, spec(Packed, 384, None, Some(92160))), vec![92160, 384, 1]);
+        // Semi-planar luma grid and a batch of NV12 (batch stride includes chroma rows).
+        assert_eq!(bs(&[480, 641], 1, spec(SemiPlanar, 704, None, None)), vec![704, 1]);
+        assert_eq!(bs(&[2, 480, 641], 1, spec(SemiPlanar, 704, None, Some(506880))), vec![506880, 704, 1]);
+        // Planar RGB f32 with padded pitch, batched, and a view whose planes step over the
+        // parent's 240 rows while it shows only 10.
+        assert_eq!(bs(&[3, 240, 321], 4, spec(Planar, 1344, None, None)), vec![322560, 1344, 4]);
+        assert_eq!(
+            bs(&[2, 3, 240, 321], 4, spec(Planar, 1344, None, Some(967680))),
+            vec![967680, 322560, 1344, 4]
+        );
+        assert_eq!(bs(&[3, 10, 5], 4, spec(Planar, 1344, Some(322560), None)), vec![322560, 1344, 4]);
+        // Planar YUV luma grid.
+        assert_eq!(bs(&[480, 640], 1, spec(Planar, 640, None, None)), vec![640, 1]);
+        // Plain tensors and bitstreams are dense.
+        assert_eq!(byte_strides(&[2, 3, 4], 4, None), vec![48, 16, 4]);
+        assert_eq!(bs(&[5], 1, spec(Bitstream, 64, None, None)), vec![1]);
+        assert_eq!(byte_strides(&[], 1, None), Vec::<isize>::new());
+    }
+
     fn sweep() -> impl Iterator<Item = (PixelFormat, usize, usize, usize, usize)> {
         PixelFormat::ALL.iter().flat_map(|&f| {
             let u8_only = f.is_yuv() || f.layout() == PixelLayout::Bitstream;
@@ -644,7 +680,16 @@ mod tests {
             }
             // The strides every surface reports never reach past the image.
             for shape in [f.addressing_shape(w, h), f.allocation_shape(w, h)] {
-                let st = byte_strides(&shape, esz, Some(f.layout()), Some(rs), None);
+                let st = byte_strides(
+                    &shape,
+                    esz,
+                    Some(&StrideSpec {
+                        layout: f.layout(),
+                        row_stride: rs,
+                        plane_stride: None,
+                        batch_stride: None,
+                    }),
+                );
                 assert_eq!(st.len(), shape.len(), "{ctx}");
                 assert_eq!(*st.last().unwrap(), esz as isize, "{ctx}");
                 let far: isize = shape.iter().zip(&st).map(|(&d, &s)| (d as isize - 1) * s).sum();

@@ -8,17 +8,24 @@ mod dtype;
 mod error;
 pub mod format;
 mod identity;
+mod image;
 pub mod import;
 mod memory;
 pub mod preprocess;
 mod tensor;
+mod view;
 
 pub use access::CpuAccess;
 pub use backing::dma::{heap_order, CMA_HEAP, CMA_UNCACHED_HEAP, HEAP_DIR, SYSTEM_HEAP};
 pub use backing::Contiguity;
 pub use dtype::{f16, DType, TensorElement};
 pub use error::{Error, Result};
-pub use format::{byte_strides, ChromaSubsampling, PixelFormat, PixelLayout, PlaneGeometry};
+pub use format::{
+    byte_strides, ChromaSubsampling, PixelFormat, PixelLayout, PlaneGeometry, PlaneSampling, StrideSpec,
+};
 pub use identity::BufferIdentity;
+pub use image::{ImageDesc, Plane, PlaneDescriptor};
 pub use memory::{force_mem, TensorMemory};
+pub use preprocess::{Colorimetry, ContentRegion, Quantization, Region};
 pub use tensor::{Tensor, TensorDyn, TensorMap, TensorMapMut, TensorOptions};
+pub use view::window_planes;

@@ -85,6 +85,15 @@ pub(crate) fn plain_chain() -> &'static [TensorMemory] {
     }
 }
 
+/// Images skip shared memory: it is not GPU-importable, and the heap always succeeds.
+pub(crate) fn image_chain() -> &'static [TensorMemory] {
+    if force_mem() {
+        &[TensorMemory::Mem]
+    } else {
+        &[TensorMemory::DmaBuf, TensorMemory::Mem]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -379,14 +379,14 @@ impl PreprocessSpec {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Rect {
+pub struct Region {
     pub x: usize,
     pub y: usize,
     pub width: usize,
     pub height: usize,
 }
 
-impl Rect {
+impl Region {
     pub const fn new(x: usize, y: usize, width: usize, height: usize) -> Self {
         Self { x, y, width, height }
     }
@@ -397,9 +397,9 @@ impl Rect {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ContentRegion {
     /// Destination pixels covered by resampled source content.
-    pub rect: Rect,
+    pub rect: Region,
     /// Source pixels resampled into `rect` (a sub-window for center crop).
-    pub source: Rect,
+    pub source: Region,
     /// `rect` normalized by the destination size.
     pub x0: f32,
     pub y0: f32,
@@ -463,7 +463,7 @@ pub fn letterbox_rect(
     let (rx, ry) = (dst_w as f64 / src_w as f64, dst_h as f64 / src_h as f64);
     // Exact aspect comparison, so ties cannot flip on float noise.
     let dst_wider = dst_w as u128 * src_h as u128 >= dst_h as u128 * src_w as u128;
-    let (whole_dst, whole_src) = (Rect::new(0, 0, dst_w, dst_h), Rect::new(0, 0, src_w, src_h));
+    let (whole_dst, whole_src) = (Region::new(0, 0, dst_w, dst_h), Region::new(0, 0, src_w, src_h));
 
     let (rect, source, scale) = match fit {
         FitMode::Stretch => (whole_dst, whole_src, rx),
@@ -473,7 +473,7 @@ pub fn letterbox_rect(
             } else {
                 (mul_div_round(dst_w, src_h, dst_h).clamp(1, src_w), src_h)
             };
-            let crop = Rect::new((src_w - w) / 2, (src_h - h) / 2, w, h);
+            let crop = Region::new((src_w - w) / 2, (src_h - h) / 2, w, h);
             (whole_dst, crop, rx.max(ry))
         }
         FitMode::Letterbox => {
@@ -487,7 +487,7 @@ pub fn letterbox_rect(
                 LetterboxPlacement::TopLeft => (0, 0),
                 LetterboxPlacement::Center => ((dst_w - w) / 2, (dst_h - h) / 2),
             };
-            (Rect::new(x, y, w, h), whole_src, rx.min(ry))
+            (Region::new(x, y, w, h), whole_src, rx.min(ry))
         }
     };
     let (fw, fh) = (dst_w as f32, dst_h as f32);
@@ -574,8 +574,8 @@ mod tests {
         letterbox_rect(src.0, src.1, dst, dst, fit, C).unwrap()
     }
 
-    fn rect(x: usize, y: usize, w: usize, h: usize) -> Rect {
-        Rect::new(x, y, w, h)
+    fn rect(x: usize, y: usize, w: usize, h: usize) -> Region {
+        Region::new(x, y, w, h)
     }
 
     fn pads(r: &ContentRegion) -> [usize; 4] {

@@ -7,8 +7,10 @@ use crate::access::CpuAccess;
 use crate::backing::{self, dma::DmaBacking, mem::MemBacking, shm::ShmBacking, Backing, Contiguity, RawMap};
 use crate::dtype::{DType, TensorElement};
 use crate::identity::BufferIdentity;
+use crate::image::ImageMeta;
 use crate::import;
 use crate::memory::{self, TensorMemory};
+use crate::preprocess::{Colorimetry, Quantization};
 use crate::{Error, Result};
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
@@ -25,14 +27,13 @@ pub(crate) struct Storage {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AllocRequest {
     pub(crate) bytes: usize,
-    pub(crate) memory: Option<TensorMemory>,
     pub(crate) access: CpuAccess,
     pub(crate) contiguous: bool,
 }
 
 impl AllocRequest {
-    fn one(&self, memory: TensorMemory) -> Result<Box<dyn Backing>> {
-        Ok(match memory {
+    pub(crate) fn allocate(&self, memory: TensorMemory) -> Result<Arc<Storage>> {
+        let backing: Box<dyn Backing> = match memory {
             TensorMemory::Mem => Box::new(MemBacking::new(self.bytes)?),
             TensorMemory::Shm => Box::new(ShmBacking::new(self.bytes)?),
             TensorMemory::DmaBuf => Box::new(DmaBacking::new(self.bytes, self.access, self.contiguous)?),
@@ -40,36 +41,31 @@ impl AllocRequest {
             | TensorMemory::Pbo
             | TensorMemory::Cuda
             | TensorMemory::D3d11Texture) => return Err(Error::NotSupported(other)),
-        })
-    }
-
-    /// An explicit memory is served or refused; an automatic choice walks `chain`. A contiguous
-    /// request is only meaningful for DMA, so its failure is reported rather than papered over
-    /// by the next backing in the chain.
-    pub(crate) fn allocate(&self, chain: &[TensorMemory]) -> Result<Arc<Storage>> {
-        let backing = match self.memory {
-            Some(m) => self.one(m)?,
-            None => {
-                let mut last = None;
-                let mut found = None;
-                for &m in chain {
-                    match self.one(m) {
-                        Ok(b) => {
-                            found = Some(b);
-                            break;
-                        }
-                        Err(e @ Error::ContiguousUnavailable { .. }) => return Err(e),
-                        Err(e) => last = Some(e),
-                    }
-                }
-                match found {
-                    Some(b) => b,
-                    None => return Err(last.expect("allocation chains are never empty")),
-                }
-            }
         };
         Ok(Arc::new(Storage { backing, identity: BufferIdentity::new() }))
     }
+}
+
+/// An explicit memory is served or refused; an automatic choice walks `chain` until one backing
+/// serves. A contiguous request is only meaningful for DMA, so its failure is reported rather than
+/// papered over by the next backing in the chain.
+pub(crate) fn select<T>(
+    explicit: Option<TensorMemory>,
+    chain: &[TensorMemory],
+    mut attempt: impl FnMut(TensorMemory) -> Result<T>,
+) -> Result<T> {
+    if let Some(m) = explicit {
+        return attempt(m);
+    }
+    let mut last = None;
+    for &m in chain {
+        match attempt(m) {
+            Ok(v) => return Ok(v),
+            Err(e @ Error::ContiguousUnavailable { .. }) => return Err(e),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.expect("allocation chains are never empty"))
 }
 
 pub(crate) fn element_count(shape: &[usize]) -> Result<usize> {
@@ -104,9 +100,14 @@ pub struct TensorDyn {
     pub(crate) shape: Vec<usize>,
     pub(crate) name: Option<Arc<str>>,
     pub(crate) access: CpuAccess,
-    /// Byte offset of this tensor's first byte in the backing (a view's window, or an import
-    /// that starts inside a foreign buffer).
-    pub(crate) offset: usize,
+    /// Bytes from the plane offset to this tensor's first byte: a view's or batch element's window.
+    pub(crate) view_offset: usize,
+    /// Import attribute: the byte at which a foreign plane starts inside its buffer. Cleared by
+    /// `set_format` and `reshape`, which re-describe the buffer from its start.
+    pub(crate) plane_offset: Option<usize>,
+    pub(crate) image: Option<Arc<ImageMeta>>,
+    pub(crate) quantization: Option<Quantization>,
+    pub(crate) colorimetry: Option<Colorimetry>,
 }
 
 impl TensorDyn {
@@ -134,9 +135,8 @@ impl TensorDyn {
 
     pub fn with_options(shape: &[usize], dtype: DType, opts: &TensorOptions) -> Result<Self> {
         let bytes = byte_count(shape, dtype)?;
-        let storage =
-            AllocRequest { bytes, memory: opts.memory, access: opts.cpu_access, contiguous: opts.contiguous }
-                .allocate(memory::plain_chain())?;
+        let req = AllocRequest { bytes, access: opts.cpu_access, contiguous: opts.contiguous };
+        let storage = select(opts.memory, memory::plain_chain(), |m| req.allocate(m))?;
         Ok(Self::over(storage, shape.to_vec(), dtype, opts.cpu_access, opts.name.as_deref()))
     }
 
@@ -147,7 +147,18 @@ impl TensorDyn {
         access: CpuAccess,
         name: Option<&str>,
     ) -> Self {
-        TensorDyn { storage, dtype, shape, name: name.map(Arc::from), access, offset: 0 }
+        TensorDyn {
+            storage,
+            dtype,
+            shape,
+            name: name.map(Arc::from),
+            access,
+            view_offset: 0,
+            plane_offset: None,
+            image: None,
+            quantization: None,
+            colorimetry: None,
+        }
     }
 
     /// Import a foreign fd (DMA-BUF or shared memory) described as `shape`/`dtype`. The fd is
@@ -164,7 +175,7 @@ impl TensorDyn {
         access: CpuAccess,
         name: Option<&str>,
     ) -> Result<Self> {
-        let storage = import_storage(fd)?;
+        let storage = import_storage(backing::dup(fd)?)?;
         let t = Self::over(storage, shape.to_vec(), dtype, access, name);
         t.check_extent("the described shape")?;
         Ok(t)
@@ -222,9 +233,10 @@ impl TensorDyn {
         self.storage.backing.contiguity()
     }
 
-    /// Byte offset of this tensor inside its buffer.
+    /// Byte offset of this tensor's first byte inside its buffer (plane offset plus any view
+    /// window); what a map adds and what a device import is given.
     pub fn byte_offset(&self) -> usize {
-        self.offset
+        self.plane_offset.unwrap_or(0) + self.view_offset
     }
 
     /// The backing's fd, borrowed (DMA-BUF and shared memory only).
@@ -244,13 +256,17 @@ impl TensorDyn {
         }
     }
 
-    /// The one place a tensor's byte span is computed.
+    /// The one place a tensor's byte span is computed: an image's comes from its plane table
+    /// (never from the shape, which for subsampled formats is smaller than the buffer).
     pub(crate) fn extent(&self) -> usize {
-        self.shape.iter().product::<usize>() * self.dtype.size()
+        match &self.image {
+            Some(img) => img.extent(),
+            None => self.shape.iter().product::<usize>() * self.dtype.size(),
+        }
     }
 
     pub(crate) fn check_extent(&self, what: &str) -> Result<()> {
-        let needed = self.offset.checked_add(self.extent()).ok_or_else(|| Error::InvalidShape {
+        let needed = self.byte_offset().checked_add(self.extent()).ok_or_else(|| Error::InvalidShape {
             shape: self.shape.clone(),
             reason: "extent overflows usize".into(),
         })?;
@@ -264,7 +280,7 @@ impl TensorDyn {
     pub(crate) fn map_raw(&self, access: CpuAccess) -> Result<RawMap> {
         self.access.check(access)?;
         self.check_extent("a map of the tensor")?;
-        self.storage.backing.map(self.offset, self.extent(), access)
+        self.storage.backing.map(self.byte_offset(), self.extent(), access)
     }
 
     /// Map as elements of `T`, which must be the tensor's dtype or `u8` (a byte view).
@@ -273,10 +289,10 @@ impl TensorDyn {
             return Err(Error::DTypeMismatch { actual: self.dtype, requested: T::DTYPE });
         }
         let align = std::mem::align_of::<T>();
-        if !self.offset.is_multiple_of(align) {
+        if !self.byte_offset().is_multiple_of(align) {
             return Err(Error::InvalidOperation(format!(
                 "byte offset {} is not aligned to {} for {:?} elements",
-                self.offset,
+                self.byte_offset(),
                 align,
                 T::DTYPE
             )));
@@ -284,6 +300,22 @@ impl TensorDyn {
         let raw = self.map_raw(access)?;
         let len = raw.len / std::mem::size_of::<T>();
         Ok(TensorMap { raw, len, writable: access.can_write(), _marker: PhantomData })
+    }
+
+    pub fn quantization(&self) -> Option<&Quantization> {
+        self.quantization.as_ref()
+    }
+
+    pub fn set_quantization(&mut self, q: Option<Quantization>) {
+        self.quantization = q;
+    }
+
+    pub fn colorimetry(&self) -> Option<Colorimetry> {
+        self.colorimetry
+    }
+
+    pub fn set_colorimetry(&mut self, c: Option<Colorimetry>) {
+        self.colorimetry = c;
     }
 
     pub fn into_typed<T: TensorElement>(self) -> Result<Tensor<T>> {
@@ -294,10 +326,12 @@ impl TensorDyn {
     }
 }
 
-pub(crate) fn import_storage(fd: BorrowedFd<'_>) -> Result<Arc<Storage>> {
-    let memory = import::classify(import::fs_magic(fd)?)?;
-    let size = backing::fd_size(fd)?;
-    let owned = backing::dup(fd)?;
+/// Wrap an fd this crate already owns (a dup) after classifying it by filesystem magic and
+/// reading its real size from the kernel.
+pub(crate) fn import_storage(owned: OwnedFd) -> Result<Arc<Storage>> {
+    use std::os::fd::AsFd;
+    let memory = import::classify(import::fs_magic(owned.as_fd())?)?;
+    let size = backing::fd_size(owned.as_fd())?;
     let backing: Box<dyn Backing> = match memory {
         TensorMemory::DmaBuf => Box::new(DmaBacking::import(owned, size)),
         TensorMemory::Shm => Box::new(ShmBacking::import(owned, size)),
@@ -318,6 +352,13 @@ impl<T: TensorElement> Deref for Tensor<T> {
     type Target = TensorDyn;
     fn deref(&self) -> &TensorDyn {
         &self.inner
+    }
+}
+
+impl<T: TensorElement> DerefMut for Tensor<T> {
+    /// Mutators (`configure_image`, `set_plane_offset`, …) never change the dtype.
+    fn deref_mut(&mut self) -> &mut TensorDyn {
+        &mut self.inner
     }
 }
 
@@ -424,6 +465,11 @@ impl<T: TensorElement> Deref for TensorMap<'_, T> {
 pub struct TensorMapMut<'a, T>(TensorMap<'a, T>);
 
 impl<'a, T: TensorElement> TensorMapMut<'a, T> {
+    pub(crate) fn wrap(m: TensorMap<'a, T>) -> Self {
+        debug_assert!(m.writable);
+        TensorMapMut(m)
+    }
+
     pub fn into_map(self) -> TensorMap<'a, T> {
         self.0
     }

@@ -10,7 +10,7 @@ root=$PWD
 # same assertions are checked with a DMA heap present.
 build_tests() {
   cargo test --features edgefirst-tensor/kernel-tests -p edgefirst-tensor \
-    --test kernel_dma --test memory --no-run --message-format=json 2>/dev/null |
+    --test kernel_dma --test kernel_image --test memory --test image --no-run --message-format=json 2>/dev/null |
     python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -19,7 +19,7 @@ for line in sys.stdin:
         print(m["executable"])'
 }
 mapfile -t bins < <(build_tests)
-[ ${#bins[@]} -ge 2 ] || { echo "kernel lane: could not build the test binaries" >&2; exit 1; }
+[ ${#bins[@]} -ge 4 ] || { echo "kernel lane: could not build the test binaries" >&2; exit 1; }
 
 cat > target/kernel-lane.sh <<EOS
 set -u
