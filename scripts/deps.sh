@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
       gstreamer1.0-plugins-base gstreamer1.0-plugins-good libglib2.0-dev pkg-config
-      python3 python3-pip)
+      python3 python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 meson ninja-build gcc)
 # The kernel lane boots a real kernel under qemu.
 [ "${1:-}" = --kernel-lane ] && pkgs+=(qemu-system-x86 busybox-static kmod xz-utils)
 missing=()

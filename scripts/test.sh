@@ -1,23 +1,45 @@
 #!/bin/bash
-# Every test: lint, unit and pipeline tests on the host, then the real-kernel lane.
+# Every test: lint, unit and pipeline tests on the host, the plugin from C, Python and a meson
+# install, the examples, then the real-kernel lane.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh --kernel-lane
-export CARGO_TERM_COLOR=never
+export CARGO_TERM_COLOR=never CARGO_TARGET_DIR=$PWD/target
+root=$PWD
 step() { echo; echo "=== $*"; }
 
 step "cargo fmt --check"
 cargo fmt --all --check
 step "cargo clippy"
-cargo clippy --workspace --all-targets --features edgefirst-tensor/kernel-tests -- -D warnings
+cargo clippy --workspace --all-targets --features edgefirst-tensor/kernel-tests,gstedgefirst/kernel-tests -- -D warnings
 step "build (plugin .so and examples)"
 cargo build --workspace --all-targets
 step "unit and pipeline tests (host)"
 cargo test --workspace
+
+# A private registry so a stale system-wide one never hides our freshly built plugin.
+export GST_PLUGIN_PATH=$root/target/debug GST_REGISTRY=$root/target/gst-registry.bin
 step "gst-inspect-1.0 loads the built plugin"
-GST_PLUGIN_PATH=$PWD/target/debug GST_REGISTRY=$PWD/target/gst-registry.bin \
-  gst-inspect-1.0 edgefirst | tee target/inspect.txt | head -20
-grep -q 'Filename.*libgstedgefirst.so' target/inspect.txt
+gst-inspect-1.0 edgefirst | tee target/inspect.txt | head -20
+grep -q 'Filename.*target/debug/libgstedgefirst.so' target/inspect.txt
+step "the allocator and pool by GType name, from C and from Python"
+gcc -Wall -Werror -o target/gtype_names tests/c/gtype_names.c $(pkg-config --cflags --libs gstreamer-1.0 gstreamer-video-1.0 gstreamer-allocators-1.0)
+target/gtype_names
+/usr/bin/python3 tests/python/gtype_names.py
+step "examples"
+cargo run -q -p gstedgefirst --example pool-roundtrip
+cargo run -q -p edgefirst-tensor --example tensor-info
+step "meson build installs a plugin gst-inspect-1.0 loads"
+rm -rf target/meson target/meson-install
+meson setup target/meson --prefix="$root/target/meson-install" --libdir=lib --buildtype=release >/dev/null
+meson compile -C target/meson
+meson install -C target/meson >/dev/null
+GST_PLUGIN_PATH=$root/target/meson-install/lib/gstreamer-1.0 GST_REGISTRY=$root/target/gst-registry-meson.bin \
+  gst-inspect-1.0 edgefirst > target/inspect-meson.txt
+grep -q "Filename.*meson-install/lib/gstreamer-1.0/libgstedgefirst.so" target/inspect-meson.txt
+echo "meson: $(grep Filename target/inspect-meson.txt | xargs)"
+unset GST_PLUGIN_PATH GST_REGISTRY
+
 step "kernel lane (real 6.12 kernel under qemu)"
 tests/kernel/run.sh
 echo

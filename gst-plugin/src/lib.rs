@@ -1,8 +1,23 @@
 //! gstedgefirst: the `edgefirst` GStreamer plugin.
+//!
+//! - `edgefirstdmabuf` allocator ([`DmaBufAllocator`], GType `GstEdgeFirstDmaBufAllocator`)
+//! - [`BufferPool`] (GType `GstEdgeFirstBufferPool`): 64-byte strides, GstVideoMeta, byte budget
 
 use gst::glib;
+use gst::prelude::*;
 
-fn plugin_init(_plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
+pub mod allocator;
+pub mod pool;
+pub mod video;
+
+pub use allocator::DmaBufAllocator;
+pub use pool::{BufferPool, PoolStats};
+
+fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
+    // Registering the GTypes now makes them reachable by name from C and Python
+    // (g_type_from_name) as soon as the plugin is loaded.
+    BufferPool::static_type();
+    allocator::register(plugin)?;
     Ok(())
 }
 

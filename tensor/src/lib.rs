@@ -27,5 +27,5 @@ pub use identity::BufferIdentity;
 pub use image::{ImageDesc, Plane, PlaneDescriptor};
 pub use memory::{force_mem, TensorMemory};
 pub use preprocess::{Colorimetry, ContentRegion, Quantization, Region};
-pub use tensor::{Tensor, TensorDyn, TensorMap, TensorMapMut, TensorOptions};
+pub use tensor::{allocate_fd, RawBuffer, Tensor, TensorDyn, TensorMap, TensorMapMut, TensorOptions};
 pub use view::window_planes;

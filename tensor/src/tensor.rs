@@ -68,6 +68,32 @@ pub(crate) fn select<T>(
     Err(last.expect("allocation chains are never empty"))
 }
 
+/// A bare buffer for a framework that owns its fd from here on (a GStreamer allocator wraps it in
+/// a GstMemory that closes it).
+#[derive(Debug)]
+pub struct RawBuffer {
+    pub fd: OwnedFd,
+    pub size: usize,
+    pub memory: TensorMemory,
+    /// The heap that served it ("linux,cma-uncached", "linux,cma", "system") or "memfd".
+    pub source: &'static str,
+}
+
+/// Allocate a shareable buffer: DMA-BUF from the heap the declaration picks, else a memfd (the
+/// heap has no fd to hand over). An explicit `memory` is served or refused.
+pub fn allocate_fd(bytes: usize, access: CpuAccess, memory: Option<TensorMemory>) -> Result<RawBuffer> {
+    select(memory, &[TensorMemory::DmaBuf, TensorMemory::Shm], |m| match m {
+        TensorMemory::DmaBuf => {
+            let (fd, source) = DmaBacking::new(bytes, access, false)?.into_parts();
+            Ok(RawBuffer { fd, size: bytes, memory: m, source })
+        }
+        TensorMemory::Shm => {
+            Ok(RawBuffer { fd: ShmBacking::new(bytes)?.into_fd(), size: bytes, memory: m, source: "memfd" })
+        }
+        other => Err(Error::NotSupported(other)),
+    })
+}
+
 pub(crate) fn element_count(shape: &[usize]) -> Result<usize> {
     shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).ok_or_else(|| Error::InvalidShape {
         shape: shape.to_vec(),

@@ -9,8 +9,11 @@ root=$PWD
 # Each entry: cargo test selector. Host tests that branch on availability run here too, so the
 # same assertions are checked with a DMA heap present.
 build_tests() {
-  cargo test --features edgefirst-tensor/kernel-tests -p edgefirst-tensor \
-    --test kernel_dma --test kernel_image --test memory --test image --no-run --message-format=json 2>/dev/null |
+  { cargo test --features edgefirst-tensor/kernel-tests -p edgefirst-tensor \
+      --test kernel_dma --test kernel_image --test memory --test image --no-run --message-format=json
+    cargo test --features gstedgefirst/kernel-tests -p gstedgefirst \
+      --test kernel_v4l2 --test pool --test fd_leak --no-run --message-format=json
+  } 2>/dev/null |
     python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -19,16 +22,26 @@ for line in sys.stdin:
         print(m["executable"])'
 }
 mapfile -t bins < <(build_tests)
-[ ${#bins[@]} -ge 4 ] || { echo "kernel lane: could not build the test binaries" >&2; exit 1; }
+cargo build -q -p gstedgefirst --example pool-roundtrip
+example=$root/target/debug/examples/pool-roundtrip
+[ ${#bins[@]} -ge 7 ] || { echo "kernel lane: could not build the test binaries" >&2; exit 1; }
+
+# The guest runs on this machine's root: a registry scanned here saves it a slow plugin scan
+# under emulation.
+export GST_REGISTRY=$root/target/gst-registry-lane.bin
+gst-inspect-1.0 video4linux2 >/dev/null
 
 cat > target/kernel-lane.sh <<EOS
 set -u
+export GST_REGISTRY=$GST_REGISTRY GST_REGISTRY_UPDATE=no
 echo "kernel lane: \$(uname -r), heaps: \$(ls /dev/dma_heap | tr '\n' ' '), video: \$(ls /dev/video* 2>/dev/null | tr '\n' ' ')"
 fail=0
 for b in ${bins[*]}; do
   echo "=== \$(basename \$b)"
   "\$b" --test-threads=1 --nocapture || fail=1
 done
+echo "=== pool-roundtrip on DMA-BUF"
+$example NV12 322 240 4 && $example RGBA 1920 1080 2 || fail=1
 exit \$fail
 EOS
 QLANE_MODULES=${QLANE_MODULES:-'vivid n_devs=2 multiplanar=1,2'} \

@@ -95,6 +95,11 @@ impl DmaBacking {
         })
     }
 
+    /// The fd and the heap that served it, for a caller that takes ownership of the buffer.
+    pub(crate) fn into_parts(self) -> (OwnedFd, &'static str) {
+        (self.fd, self.heap.unwrap_or("import"))
+    }
+
     pub(crate) fn import(fd: OwnedFd, size: usize) -> DmaBacking {
         DmaBacking { fd, size, heap: None }
     }

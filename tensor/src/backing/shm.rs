@@ -54,6 +54,10 @@ impl ShmBacking {
         Ok(ShmBacking { fd, size, imported: false })
     }
 
+    pub(crate) fn into_fd(self) -> OwnedFd {
+        self.fd
+    }
+
     /// Takes ownership of an already dup'd fd whose size was read from the kernel.
     pub(crate) fn import(fd: OwnedFd, size: usize) -> ShmBacking {
         ShmBacking { fd, size, imported: true }

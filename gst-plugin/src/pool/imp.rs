@@ -1,0 +1,262 @@
+use super::PoolStats;
+use crate::allocator::{CpuAccessMode, DmaBufAllocator};
+use crate::video::{frame_layout, FrameLayout};
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_video::prelude::*;
+use std::sync::{LazyLock, Mutex};
+
+static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "edgefirstpool",
+        gst::DebugColorFlags::empty(),
+        Some("EdgeFirst 64-byte-stride buffer pool"),
+    )
+});
+
+struct Config {
+    info: gst_video::VideoInfo,
+    layout: FrameLayout,
+    allocator: gst::Allocator,
+    params: gst::AllocationParams,
+}
+
+#[derive(Default)]
+struct Inner {
+    config: Option<Config>,
+    stats: PoolStats,
+    /// Allocations of freed buffers, kept for best-fit reuse; counted in live bytes.
+    spares: Vec<gst::Memory>,
+    max_bytes: u64,
+}
+
+impl Inner {
+    fn drop_spares(&mut self, keep: impl Fn(&gst::Memory) -> bool) {
+        let (kept, dropped): (Vec<_>, Vec<_>) = self.spares.drain(..).partition(|m| keep(m));
+        self.spares = kept;
+        for m in dropped {
+            self.stats.live_bytes -= m.maxsize() as u64;
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct BufferPool {
+    inner: Mutex<Inner>,
+}
+
+impl BufferPool {
+    pub(super) fn stats(&self) -> PoolStats {
+        self.inner.lock().unwrap().stats
+    }
+
+    /// The smallest spare that holds `size` bytes, made to span exactly `size` again.
+    fn best_fit(inner: &mut Inner, size: usize) -> Option<gst::Memory> {
+        let i = inner
+            .spares
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.maxsize() >= size)
+            .min_by_key(|(_, m)| m.maxsize())
+            .map(|(i, _)| i)?;
+        let mut m = inner.spares.swap_remove(i);
+        m.get_mut().expect("a spare is referenced by the pool alone").resize_maxsize(0..size);
+        Some(m)
+    }
+}
+
+#[glib::object_subclass]
+impl ObjectSubclass for BufferPool {
+    const NAME: &'static str = "GstEdgeFirstBufferPool";
+    type Type = super::BufferPool;
+    type ParentType = gst::BufferPool;
+}
+
+impl ObjectImpl for BufferPool {
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPS: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            let stat = |name: &str, blurb: &str| {
+                glib::ParamSpecUInt64::builder(name).nick(name).blurb(blurb).read_only().build()
+            };
+            vec![
+                glib::ParamSpecUInt64::builder("max-bytes")
+                    .nick("Byte budget")
+                    .blurb("Bytes the pool may hold (0 = no budget); past it, acquire fails instead of allocating")
+                    .build(),
+                stat("allocated-buffers", "Buffers ever allocated, reuses included"),
+                stat("allocated-bytes", "Bytes of fresh allocations ever made"),
+                stat("live-buffers", "Buffers that exist now"),
+                stat("live-bytes", "Bytes held now, released allocations kept for reuse included"),
+                stat("peak-bytes", "Most bytes held at once"),
+                stat("reuses", "Buffers served from a released allocation by best fit"),
+            ]
+        });
+        PROPS.as_ref()
+    }
+
+    fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        if pspec.name() == "max-bytes" {
+            self.inner.lock().unwrap().max_bytes = value.get().expect("type checked upstream");
+        }
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        let inner = self.inner.lock().unwrap();
+        let s = inner.stats;
+        match pspec.name() {
+            "max-bytes" => inner.max_bytes,
+            "allocated-buffers" => s.allocated_buffers,
+            "allocated-bytes" => s.allocated_bytes,
+            "live-buffers" => s.live_buffers,
+            "live-bytes" => s.live_bytes,
+            "peak-bytes" => s.peak_bytes,
+            "reuses" => s.reuses,
+            other => unreachable!("no property {other}"),
+        }
+        .to_value()
+    }
+}
+
+impl GstObjectImpl for BufferPool {}
+
+impl BufferPoolImpl for BufferPool {
+    fn options() -> &'static [&'static str] {
+        // The option strings GStreamer defines (GST_BUFFER_POOL_OPTION_VIDEO_META / _ALIGNMENT).
+        &["GstBufferPoolOptionVideoMeta", "GstBufferPoolOptionVideoAlignment"]
+    }
+
+    fn set_config(&self, config: &mut gst::BufferPoolConfigRef) -> bool {
+        let Some((Some(caps), _size, min, max)) = config.params() else {
+            gst::error!(CAT, imp = self, "config has no caps");
+            return false;
+        };
+        let info = match gst_video::VideoInfo::from_caps(&caps) {
+            Ok(info) => info,
+            Err(_) => {
+                gst::error!(CAT, imp = self, "not video caps: {caps}");
+                return false;
+            }
+        };
+        let align = if config.has_option(gst_video::BUFFER_POOL_OPTION_VIDEO_ALIGNMENT) {
+            config.video_alignment().unwrap_or_else(default_alignment)
+        } else {
+            default_alignment()
+        };
+        let layout = match frame_layout(&info, &align) {
+            Ok(l) => l,
+            Err(e) => {
+                gst::error!(CAT, imp = self, "{e}");
+                return false;
+            }
+        };
+        // Honour a named allocator only when it is one of ours; anything else could not give the
+        // memory this pool promises (DMA-BUF or memfd with a real fd).
+        let (allocator, params) = match config.allocator() {
+            Some((Some(a), params)) if a.is::<DmaBufAllocator>() => (a, params),
+            Some((_, params)) => (own_allocator(), params),
+            None => (own_allocator(), gst::AllocationParams::default()),
+        };
+        config.set_params(Some(&caps), layout.size as u32, min, max);
+        config.set_allocator(Some(&allocator), Some(&params));
+        gst::debug!(
+            CAT,
+            imp = self,
+            "{caps}: strides {:?} offsets {:?} size {}",
+            layout.strides,
+            layout.offsets,
+            layout.size
+        );
+        {
+            let mut inner = self.inner.lock().unwrap();
+            // Spares too small for the new frames would only hold budget.
+            let size = layout.size;
+            inner.drop_spares(|m| m.maxsize() >= size);
+            inner.config = Some(Config { info, layout, allocator, params });
+        }
+        self.parent_set_config(config)
+    }
+
+    fn alloc_buffer(
+        &self,
+        _params: Option<&gst::BufferPoolAcquireParams>,
+    ) -> Result<gst::Buffer, gst::FlowError> {
+        let mut inner = self.inner.lock().unwrap();
+        let Some(cfg) = inner.config.as_ref() else {
+            gst::error!(CAT, imp = self, "alloc before set_config");
+            return Err(gst::FlowError::NotNegotiated);
+        };
+        let (size, allocator, params) = (cfg.layout.size, cfg.allocator.clone(), cfg.params);
+        let memory = match Self::best_fit(&mut inner, size) {
+            Some(m) => {
+                inner.stats.reuses += 1;
+                m
+            }
+            None => {
+                if inner.max_bytes != 0 && inner.stats.live_bytes + size as u64 > inner.max_bytes {
+                    // Released allocations too small to reuse are the first thing to give back.
+                    inner.drop_spares(|_| false);
+                }
+                let (live, max) = (inner.stats.live_bytes, inner.max_bytes);
+                if max != 0 && live + size as u64 > max {
+                    gst::error!(
+                        CAT,
+                        imp = self,
+                        "byte budget exhausted: {live} bytes held + {size} for a new buffer > max-bytes {max}"
+                    );
+                    return Err(gst::FlowError::Error);
+                }
+                let m = allocator.alloc(size, Some(&params)).map_err(|e| {
+                    gst::error!(CAT, imp = self, "allocator refused {size} bytes: {e}");
+                    gst::FlowError::Error
+                })?;
+                inner.stats.allocated_bytes += m.maxsize() as u64;
+                inner.stats.live_bytes += m.maxsize() as u64;
+                m
+            }
+        };
+        let cfg = inner.config.as_ref().expect("checked above");
+        let mut buffer = gst::Buffer::new();
+        {
+            let b = buffer.get_mut().expect("new buffer");
+            b.append_memory(memory);
+            gst_video::VideoMeta::add_full(
+                b,
+                gst_video::VideoFrameFlags::empty(),
+                cfg.info.format(),
+                cfg.info.width(),
+                cfg.info.height(),
+                &cfg.layout.offsets,
+                &cfg.layout.strides,
+            )
+            .map_err(|e| {
+                gst::error!(CAT, imp = self, "cannot add video meta: {e}");
+                gst::FlowError::Error
+            })?;
+        }
+        let s = &mut inner.stats;
+        s.allocated_buffers += 1;
+        s.live_buffers += 1;
+        s.peak_bytes = s.peak_bytes.max(s.live_bytes);
+        Ok(buffer)
+    }
+
+    fn free_buffer(&self, buffer: gst::Buffer) {
+        let mut inner = self.inner.lock().unwrap();
+        inner.stats.live_buffers -= 1;
+        for m in buffer.iter_memories_owned() {
+            inner.spares.push(m);
+        }
+        drop(buffer);
+    }
+}
+
+fn default_alignment() -> gst_video::VideoAlignment {
+    gst_video::VideoAlignment::new(0, 0, 0, 0, &[0; gst_video::VIDEO_MAX_PLANES])
+}
+
+fn own_allocator() -> gst::Allocator {
+    DmaBufAllocator::find()
+        .filter(|a| a.is::<DmaBufAllocator>())
+        .unwrap_or_else(|| DmaBufAllocator::new(CpuAccessMode::ReadWrite).upcast())
+}
