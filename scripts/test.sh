@@ -22,9 +22,11 @@ export GST_PLUGIN_PATH=$root/target/debug GST_REGISTRY=$root/target/gst-registry
 step "gst-inspect-1.0 loads the built plugin"
 gst-inspect-1.0 edgefirst | tee target/inspect.txt | head -20
 grep -q 'Filename.*target/debug/libgstedgefirst.so' target/inspect.txt
-step "the allocator and pool by GType name, from C and from Python"
+step "the allocator, pool and tensor meta by GType name, from C and from Python"
 gcc -Wall -Werror -o target/gtype_names tests/c/gtype_names.c $(pkg-config --cflags --libs gstreamer-1.0 gstreamer-video-1.0 gstreamer-allocators-1.0)
 target/gtype_names
+gcc -Wall -Werror -Igst-plugin/include -o target/tensor_meta tests/c/tensor_meta.c $(pkg-config --cflags --libs gstreamer-1.0 gstreamer-app-1.0)
+target/tensor_meta
 /usr/bin/python3 tests/python/gtype_names.py
 step "examples"
 cargo run -q -p gstedgefirst --example pool-roundtrip

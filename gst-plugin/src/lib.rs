@@ -2,15 +2,23 @@
 //!
 //! - `edgefirstdmabuf` allocator ([`DmaBufAllocator`], GType `GstEdgeFirstDmaBufAllocator`)
 //! - [`BufferPool`] (GType `GstEdgeFirstBufferPool`): 64-byte strides, GstVideoMeta, byte budget
+//! - element `edgefirsttensor` ([`EdgeFirstTensor`]): camera frames into tensors
+//! - [`TensorMeta`] (API type `GstEdgeFirstTensorMetaAPI`): per-buffer tensor description
 
 use gst::glib;
 use gst::prelude::*;
 
 pub mod allocator;
+pub mod caps;
+pub mod edgefirsttensor;
+pub mod import_cache;
+pub mod meta;
 pub mod pool;
 pub mod video;
 
 pub use allocator::DmaBufAllocator;
+pub use edgefirsttensor::EdgeFirstTensor;
+pub use meta::{TensorInfo, TensorMeta};
 pub use pool::{BufferPool, PoolStats};
 
 fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
@@ -18,6 +26,8 @@ fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     // (g_type_from_name) as soon as the plugin is loaded.
     BufferPool::static_type();
     allocator::register(plugin)?;
+    meta::register();
+    edgefirsttensor::register(plugin)?;
     Ok(())
 }
 

@@ -80,3 +80,73 @@ fn v4l2src_dmabuf_import_captures_into_our_pool() {
     assert_eq!(foreign, 0, "every frame was captured into our pool");
     assert!(ours >= 20, "most of the 30 frames arrived (vivid drops a few under TCG)");
 }
+
+/// 120 frames of a real camera through edgefirsttensor: imports equal the distinct kernel buffers
+/// the camera cycles through (its V4L2 pool), not the frame count.
+fn camera_into_edgefirsttensor(device: &str, planes: usize) {
+    init();
+    let pipeline = gst::parse::launch(&format!(
+        "v4l2src device={device} io-mode=dmabuf num-buffers=120 \
+         ! video/x-raw,format=NV12,width=640,height=480 ! edgefirsttensor name=t ! video/x-raw ! fakesink name=sink sync=false"
+    ))
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    let inodes = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+    let frames = Arc::new(AtomicUsize::new(0));
+    let sink_pad = pipeline.by_name("sink").unwrap().static_pad("sink").unwrap();
+    {
+        let (inodes, frames) = (inodes.clone(), frames.clone());
+        sink_pad.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+            let buffer = info.buffer().unwrap();
+            assert_eq!(buffer.n_memory(), planes, "{planes} DMA-BUF memories a frame");
+            for mem in buffer.iter_memories() {
+                let d = mem.downcast_memory_ref::<gst_allocators::DmaBufMemory>().expect("DMA-BUF memory");
+                let fd = unsafe { BorrowedFd::borrow_raw(d.fd()) };
+                assert_eq!(fs_magic(fd).unwrap(), DMA_BUF_MAGIC);
+                let id = edgefirst_tensor::import::file_identity(fd).unwrap();
+                inodes.lock().unwrap().insert((id.dev, id.ino, planes > 1 && mem.size() < 300_000));
+            }
+            let meta = buffer.meta::<gstedgefirst::TensorMeta>().expect("tensor meta");
+            assert_ne!(meta.info().buffer_id, 0, "imported");
+            assert_eq!(meta.info().shape(), &[480, 640]);
+            frames.fetch_add(1, Ordering::SeqCst);
+            gst::PadProbeReturn::Ok
+        });
+    }
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let msg = pipeline
+        .bus()
+        .unwrap()
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(240),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        )
+        .expect("EOS or error");
+    let t = pipeline.by_name("t").unwrap();
+    let (misses, hits) = (t.property::<u64>("import-misses"), t.property::<u64>("import-hits"));
+    pipeline.set_state(gst::State::Null).unwrap();
+    if let gst::MessageView::Error(e) = msg.view() {
+        panic!("pipeline error: {} ({:?})", e.error(), e.debug());
+    }
+    let frames = frames.load(Ordering::SeqCst) as u64;
+    let buffers = inodes.lock().unwrap().len() / planes;
+    println!(
+        "kernel lane: {device} ({planes} plane(s)): {frames} frames, {buffers} distinct DMA-BUFs, \
+         import-misses {misses}, import-hits {hits}"
+    );
+    assert!(frames >= 100, "most of 120 frames arrived");
+    assert_eq!(misses as usize, buffers, "one import per V4L2 buffer");
+    assert_eq!(misses + hits, frames);
+    assert!(misses <= 32, "the camera's pool, not the frame count");
+}
+
+#[test]
+fn single_planar_camera_into_edgefirsttensor() {
+    camera_into_edgefirsttensor("/dev/video0", 1);
+}
+
+#[test]
+fn multi_planar_camera_into_edgefirsttensor() {
+    camera_into_edgefirsttensor("/dev/video4", 2);
+}

@@ -202,6 +202,7 @@ fn statistics_and_best_fit_reuse_after_shrinking() {
     assert_eq!(s.reuses, 3);
     assert_eq!(s.allocated_bytes, 3 * 1_228_800, "no fresh allocation");
     assert_eq!(small[0].size(), 320 * 240 * 4, "the reused memory spans the new frame exactly");
+    assert!(small[0].peek_memory(0).is_memory_type::<gst_allocators::DmaBufMemory>(), "still our fd memory");
     assert_eq!(s.peak_bytes, 3 * 1_228_800);
     drop(small);
     pool.set_active(false).unwrap();

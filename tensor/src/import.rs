@@ -31,6 +31,19 @@ pub fn classify(magic: u32) -> Result<TensorMemory> {
     }
 }
 
+/// What the kernel says a file is: its (device, inode) identity and its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileIdentity {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+}
+
+pub fn file_identity(fd: BorrowedFd<'_>) -> Result<FileIdentity> {
+    let st = rustix::fs::fstat(fd).map_err(|e| Error::io("fstat", e))?;
+    Ok(FileIdentity { dev: st.st_dev, ino: st.st_ino, size: crate::backing::fd_size(fd)? as u64 })
+}
+
 /// The (device, inode) pair of a file: the key that names one kernel buffer whatever fd number
 /// or GstMemory wraps it this frame.
 pub fn file_key(fd: BorrowedFd<'_>) -> Result<(u64, u64)> {

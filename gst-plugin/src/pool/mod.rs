@@ -53,3 +53,27 @@ impl BufferPool {
         self.imp().stats()
     }
 }
+
+/// Answer an allocation query the way every edgefirst element does: announce GstVideoMeta (so
+/// producers hand over padded and multi-planar frames instead of copying them tight), and offer an
+/// edgefirst pool and allocator when nobody has offered a pool yet.
+pub fn propose(query: &mut gst::query::Allocation) {
+    if query.find_allocation_meta::<gst_video::VideoMeta>().is_none() {
+        query.add_allocation_meta::<gst_video::VideoMeta>(None);
+    }
+    if query.allocation_pools().len() != 0 {
+        return;
+    }
+    let (Some(caps), _) = query.get() else { return };
+    let caps = caps.to_owned();
+    let pool = BufferPool::new();
+    let mut config = pool.config();
+    config.set_params(Some(&caps), 0, 2, 0);
+    config.add_option(gst_video::BUFFER_POOL_OPTION_VIDEO_META);
+    if pool.set_config(config).is_err() {
+        return;
+    }
+    let size = pool.config().params().map_or(0, |p| p.1);
+    query.add_allocation_pool(Some(&pool), size, 2, 0);
+    query.add_allocation_param(crate::DmaBufAllocator::find().as_ref(), gst::AllocationParams::default());
+}

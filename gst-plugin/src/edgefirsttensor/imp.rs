@@ -1,0 +1,744 @@
+use super::{ModelColorspace, ModelDtype, ModelLayout};
+use crate::caps::{model_dims, TensorCaps, TENSORS_MEDIA_TYPE};
+use crate::import_cache::{ImportCache, ImportKey};
+use crate::meta::{dtype_code, TensorInfo, TensorMeta};
+use crate::video::pixel_format;
+use edgefirst_tensor::preprocess::parse_rgb_triplet;
+use edgefirst_tensor::{
+    byte_strides, CpuAccess, DType, PixelFormat, PixelLayout, PlaneDescriptor, StrideSpec, TensorDyn,
+};
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::subclass::prelude::*;
+use gst_video::VideoFormat;
+use std::os::fd::BorrowedFd;
+use std::sync::{LazyLock, Mutex};
+
+static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "edgefirsttensor",
+        gst::DebugColorFlags::empty(),
+        Some("EdgeFirst camera frames into tensors"),
+    )
+});
+
+pub(crate) const SINK_FORMATS: [VideoFormat; 14] = [
+    VideoFormat::Nv12,
+    VideoFormat::Nv21,
+    VideoFormat::Nv16,
+    VideoFormat::I420,
+    VideoFormat::Yv12,
+    VideoFormat::Yuy2,
+    VideoFormat::Uyvy,
+    VideoFormat::Rgb,
+    VideoFormat::Bgr,
+    VideoFormat::Rgba,
+    VideoFormat::Bgra,
+    VideoFormat::Rgbx,
+    VideoFormat::Bgrx,
+    VideoFormat::Gray8,
+];
+
+const DEFAULT_FILL: u32 = 0x8080_80ff;
+const DEFAULT_CACHE: u32 = 32;
+
+#[derive(Debug, Clone, PartialEq)]
+struct Settings {
+    model_width: u32,
+    model_height: u32,
+    colorspace: ModelColorspace,
+    layout: ModelLayout,
+    dtype: ModelDtype,
+    letterbox: bool,
+    fill_color: u32,
+    mean: [f32; 3],
+    std: [f32; 3],
+    import_cache_size: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            model_width: 0,
+            model_height: 0,
+            colorspace: ModelColorspace::Rgb,
+            layout: ModelLayout::Hwc,
+            dtype: ModelDtype::Uint8,
+            letterbox: true,
+            fill_color: DEFAULT_FILL,
+            mean: [0.0; 3],
+            std: [1.0; 3],
+            import_cache_size: DEFAULT_CACHE,
+        }
+    }
+}
+
+impl Settings {
+    fn model_size(&self, in_w: u32, in_h: u32) -> (u32, u32) {
+        (
+            if self.model_width == 0 { in_w } else { self.model_width },
+            if self.model_height == 0 { in_h } else { self.model_height },
+        )
+    }
+
+    fn tensor_caps(&self, in_w: u32, in_h: u32, framerate: Option<gst::Fraction>) -> TensorCaps {
+        let (w, h) = self.model_size(in_w, in_h);
+        TensorCaps {
+            dtype: self.dtype.dtype(),
+            dims: model_dims(
+                self.colorspace.channels(),
+                self.layout == ModelLayout::Chw,
+                w as usize,
+                h as usize,
+            ),
+            framerate,
+        }
+    }
+
+    /// Why an input cannot become the model tensor without conversion, or None when the frame
+    /// already is that tensor byte for byte (dense rows are checked per buffer).
+    fn conversion_needed(&self, format: VideoFormat, w: u32, h: u32) -> Option<String> {
+        let mut why = Vec::new();
+        if pixel_format(format) != Some(self.colorspace.pixel_format()) {
+            why.push(format!("{} → {:?} colour", format.to_str(), self.colorspace));
+        }
+        if self.model_size(w, h) != (w, h) {
+            let (mw, mh) = self.model_size(w, h);
+            why.push(format!("{w}x{h} → {mw}x{mh} {}", if self.letterbox { "letterbox" } else { "scale" }));
+        }
+        if self.layout == ModelLayout::Chw && self.colorspace.channels() > 1 {
+            why.push("hwc → chw".into());
+        }
+        if self.dtype != ModelDtype::Uint8 {
+            why.push(format!("uint8 → {}", self.dtype.dtype()));
+        }
+        if self.mean != [0.0; 3] || self.std != [1.0; 3] {
+            why.push("mean/std normalization".into());
+        }
+        (!why.is_empty()).then(|| why.join(", "))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Output {
+    /// video/x-raw out, the input frame itself.
+    Image,
+    /// other/tensors out, the input frame itself (it already is the model tensor).
+    Tensor,
+}
+
+#[derive(Debug, Clone)]
+struct Negotiated {
+    info: gst_video::VideoInfo,
+    format: PixelFormat,
+    output: Output,
+    tensor: Option<TensorCaps>,
+}
+
+/// What must match for a cached import to be served for this frame.
+#[derive(Debug, Clone, PartialEq)]
+struct ImportGeometry {
+    format: VideoFormat,
+    width: u32,
+    height: u32,
+    /// Per plane: the kernel's key of the bytes and the row stride.
+    planes: Vec<(ImportKey, i32)>,
+    /// Per plane: the size of its file, which a recycled key could not fake.
+    sizes: Vec<u64>,
+}
+
+struct State {
+    negotiated: Option<Negotiated>,
+    cache: ImportCache<ImportGeometry, TensorDyn>,
+}
+
+pub struct EdgeFirstTensor {
+    settings: Mutex<Settings>,
+    state: Mutex<State>,
+}
+
+impl Default for EdgeFirstTensor {
+    fn default() -> Self {
+        EdgeFirstTensor {
+            settings: Mutex::new(Settings::default()),
+            state: Mutex::new(State { negotiated: None, cache: ImportCache::new(DEFAULT_CACHE as usize) }),
+        }
+    }
+}
+
+/// Plane offsets and strides of one buffer, from its GstVideoMeta or the caps.
+struct BufferLayout {
+    offsets: Vec<usize>,
+    strides: Vec<i32>,
+}
+
+impl EdgeFirstTensor {
+    /// Offsets and strides this buffer really has, checked against its size: a GstVideoMeta that
+    /// describes bytes the buffer does not hold is an error, never a read past the end.
+    fn buffer_layout(&self, buf: &gst::BufferRef, neg: &Negotiated) -> Result<BufferLayout, String> {
+        let info = &neg.info;
+        let (offsets, strides) = match buf.meta::<gst_video::VideoMeta>() {
+            Some(m) => {
+                if (m.format(), m.width(), m.height()) != (info.format(), info.width(), info.height()) {
+                    return Err(format!(
+                        "GstVideoMeta describes {} {}x{} but the caps say {} {}x{}",
+                        m.format().to_str(),
+                        m.width(),
+                        m.height(),
+                        info.format().to_str(),
+                        info.width(),
+                        info.height()
+                    ));
+                }
+                (m.offset().to_vec(), m.stride().to_vec())
+            }
+            None => (info.offset().to_vec(), info.stride().to_vec()),
+        };
+        let n = neg.format.num_planes();
+        if offsets.len() < n || strides.len() < n {
+            return Err(format!(
+                "{} needs {n} planes, the buffer describes {}",
+                neg.format.name(),
+                offsets.len()
+            ));
+        }
+        let (w, h) = (info.width() as usize, info.height() as usize);
+        let size = buf.size();
+        for i in 0..n {
+            let s = neg.format.plane_sampling(i, 1);
+            let (row, rows) = (s.row_bytes(w), s.rows(h));
+            let stride = strides[i];
+            if stride <= 0 || (stride as usize) < row {
+                return Err(format!("plane {i} stride {stride} is shorter than its {row}-byte rows"));
+            }
+            let end = offsets[i].checked_add((rows - 1) * stride as usize + row);
+            if end.is_none_or(|e| e > size) {
+                return Err(format!(
+                    "plane {i} at offset {} with stride {stride} needs {} bytes but the buffer holds {size}",
+                    offsets[i],
+                    end.map_or("more than usize".to_string(), |e| e.to_string())
+                ));
+            }
+        }
+        Ok(BufferLayout { offsets: offsets[..n].to_vec(), strides: strides[..n].to_vec() })
+    }
+
+    /// Import the frame's planes as a tensor without copying, through the cache. `Ok(None)` when
+    /// the memory has no fd (system memory is read in place instead).
+    fn import(
+        cache: &mut ImportCache<ImportGeometry, TensorDyn>,
+        buf: &gst::BufferRef,
+        neg: &Negotiated,
+        layout: &BufferLayout,
+    ) -> Result<Option<u64>, String> {
+        struct PlaneFd {
+            fd: i32,
+            offset: usize,
+            key: ImportKey,
+            size: u64,
+        }
+        let mut planes = Vec::new();
+        for (i, &off) in layout.offsets.iter().enumerate() {
+            let (range, skip) = buf
+                .find_memory(off..off + 1)
+                .ok_or_else(|| format!("plane {i} offset {off} is outside the buffer"))?;
+            let mem = buf.peek_memory(range.start);
+            let Some(fdmem) = mem.downcast_memory_ref::<gst_allocators::FdMemory>() else {
+                return Ok(None);
+            };
+            let fd = fdmem.fd();
+            let offset = mem.offset() + skip;
+            let id = edgefirst_tensor::import::file_identity(unsafe { BorrowedFd::borrow_raw(fd) })
+                .map_err(|e| format!("plane {i}: {e}"))?;
+            planes.push(PlaneFd {
+                fd,
+                offset,
+                key: ImportKey { dev: id.dev, ino: id.ino, offset },
+                size: id.size,
+            });
+        }
+        let info = &neg.info;
+        let (w, h) = (info.width() as usize, info.height() as usize);
+        let geometry = ImportGeometry {
+            format: info.format(),
+            width: info.width(),
+            height: info.height(),
+            planes: planes.iter().zip(&layout.strides).map(|(p, &s)| (p.key, s)).collect(),
+            sizes: planes.iter().map(|p| p.size).collect(),
+        };
+        let pf = neg.format;
+        let make = || -> Result<TensorDyn, String> {
+            let fd0 = unsafe { BorrowedFd::borrow_raw(planes[0].fd) };
+            let s0 = layout.strides[0] as usize;
+            let table = pf.plane_table(w, h, s0);
+            let one_file =
+                planes.iter().all(|p| (p.key.dev, p.key.ino) == (planes[0].key.dev, planes[0].key.ino));
+            let standard =
+                one_file
+                    && planes.iter().zip(&table).zip(&layout.strides).all(|((p, t), &s)| {
+                        p.offset == planes[0].offset + t.offset && s as isize == t.stride
+                    });
+            let desc = |p: &PlaneFd, stride: i32| -> Result<PlaneDescriptor, String> {
+                let fd = unsafe { BorrowedFd::borrow_raw(p.fd) };
+                Ok(PlaneDescriptor::new(fd)
+                    .map_err(|e| e.to_string())?
+                    .with_stride(stride as usize)
+                    .with_offset(p.offset))
+            };
+            let descs = if standard {
+                vec![PlaneDescriptor::new(fd0)
+                    .map_err(|e| e.to_string())?
+                    .with_stride(s0)
+                    .with_offset(planes[0].offset)]
+            } else if pf.layout() == PixelLayout::SemiPlanar {
+                vec![desc(&planes[0], layout.strides[0])?, desc(&planes[1], layout.strides[1])?]
+            } else {
+                return Err(format!(
+                    "{} planes at offsets {:?} are not a layout this build imports",
+                    pf.name(),
+                    layout.offsets
+                ));
+            };
+            TensorDyn::import_image(descs, w, h, pf, CpuAccess::Read).map_err(|e| e.to_string())
+        };
+        let key = planes[0].key;
+        match cache.get_or_try_insert(key, geometry, make) {
+            Ok(t) => Ok(Some(t.buffer_identity().id())),
+            Err(e) => {
+                gst::warning!(CAT, "frame not imported zero-copy: {e}");
+                Ok(None)
+            }
+        }
+    }
+
+    fn refuse(&self, msg: String) -> gst::LoggableError {
+        gst::element_imp_error!(self, gst::CoreError::Negotiation, ["{}", msg]);
+        gst::loggable_error!(CAT, "{}", msg)
+    }
+
+    fn tensor_info(neg: &Negotiated, layout: &BufferLayout, buffer_id: u64) -> TensorInfo {
+        let (w, h) = (neg.info.width() as usize, neg.info.height() as usize);
+        let rs = layout.strides[0] as usize;
+        let pf = neg.format;
+        let (shape, strides) = match neg.output {
+            Output::Image => {
+                let shape = pf.addressing_shape(w, h);
+                let plane_stride =
+                    (pf == PixelFormat::PlanarRgb).then(|| layout.offsets[1] - layout.offsets[0]);
+                let spec =
+                    StrideSpec { layout: pf.layout(), row_stride: rs, plane_stride, batch_stride: None };
+                let strides = byte_strides(&shape, 1, Some(&spec));
+                (shape, strides)
+            }
+            Output::Tensor => {
+                let shape = neg.tensor.as_ref().expect("tensor output has tensor caps").shape();
+                let spec = StrideSpec {
+                    layout: if shape.len() == 4 && shape[1] == 1 && shape[3] != 1 {
+                        PixelLayout::Planar
+                    } else {
+                        PixelLayout::Packed
+                    },
+                    row_stride: rs,
+                    plane_stride: None,
+                    batch_stride: Some(rs * h),
+                };
+                let strides = byte_strides(&shape, 1, Some(&spec));
+                (shape, strides)
+            }
+        };
+        let mut info = TensorInfo {
+            dtype: dtype_code(DType::U8),
+            offset: layout.offsets[0] as u64,
+            buffer_id,
+            ..Default::default()
+        };
+        info.set_layout(&shape, &strides).expect("image tensors have rank <= 4");
+        (info.content_x, info.content_y, info.content_width, info.content_height) =
+            (0, 0, w as u32, h as u32);
+        info.content_norm = [0.0, 0.0, 1.0, 1.0];
+        (info.source_width, info.source_height) = (w as u32, h as u32);
+        info
+    }
+}
+
+#[glib::object_subclass]
+impl ObjectSubclass for EdgeFirstTensor {
+    const NAME: &'static str = "GstEdgeFirstTensor";
+    type Type = super::EdgeFirstTensor;
+    type ParentType = gst_base::BaseTransform;
+}
+
+impl ObjectImpl for EdgeFirstTensor {
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPS: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            let ro_u64 = |name: &str, blurb: &str| {
+                glib::ParamSpecUInt64::builder(name).blurb(blurb).read_only().build()
+            };
+            let ro_u32 =
+                |name: &str, blurb: &str| glib::ParamSpecUInt::builder(name).blurb(blurb).read_only().build();
+            vec![
+                glib::ParamSpecUInt::builder("model-width")
+                    .nick("Model width")
+                    .blurb("Width of the model input in pixels (0: the input's width)")
+                    .maximum(16384)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("model-height")
+                    .nick("Model height")
+                    .blurb("Height of the model input in pixels (0: the input's height)")
+                    .maximum(16384)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("model-colorspace", ModelColorspace::Rgb)
+                    .nick("Model colour space")
+                    .blurb("Channels the model expects")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("model-layout", ModelLayout::Hwc)
+                    .nick("Model layout")
+                    .blurb("Interleaved (hwc) or planar (chw) tensor")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("model-dtype", ModelDtype::Uint8)
+                    .nick("Model element type")
+                    .blurb("Element type of the tensor")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoolean::builder("letterbox")
+                    .nick("Letterbox")
+                    .blurb("Keep the aspect ratio and pad with fill-color instead of stretching")
+                    .default_value(true)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("fill-color")
+                    .nick("Fill colour")
+                    .blurb("Letterbox padding as 0xRRGGBBAA")
+                    .default_value(DEFAULT_FILL)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("model-mean")
+                    .nick("Mean")
+                    .blurb("Per-channel mean subtracted from values scaled to 0..1: one value or three, e.g. \"0.485,0.456,0.406\"")
+                    .default_value(Some("0,0,0"))
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("model-std")
+                    .nick("Standard deviation")
+                    .blurb("Per-channel divisor applied after the mean: one value or three, e.g. \"0.229,0.224,0.225\"")
+                    .default_value(Some("1,1,1"))
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("import-cache-size")
+                    .nick("Import cache size")
+                    .blurb("Imported upstream buffers kept, keyed by (device, inode, plane offset); 0 disables the cache")
+                    .maximum(1024)
+                    .default_value(DEFAULT_CACHE)
+                    .mutable_playing()
+                    .build(),
+                ro_u64("import-hits", "Frames whose buffer was already imported"),
+                ro_u64("import-misses", "Frames whose buffer had to be imported"),
+                ro_u64("import-evictions", "Imports dropped to keep the cache within import-cache-size"),
+                glib::ParamSpecDouble::builder("letterbox-scale")
+                    .blurb("Model pixels per input pixel of the last negotiated geometry (the per-buffer meta is authoritative)")
+                    .read_only()
+                    .build(),
+                ro_u32("letterbox-top", "Padding rows above the picture in the last negotiated geometry"),
+                ro_u32("letterbox-bottom", "Padding rows below the picture in the last negotiated geometry"),
+                ro_u32("letterbox-left", "Padding columns left of the picture in the last negotiated geometry"),
+                ro_u32("letterbox-right", "Padding columns right of the picture in the last negotiated geometry"),
+            ]
+        });
+        PROPS.as_ref()
+    }
+
+    fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        let mut s = self.settings.lock().unwrap();
+        match pspec.name() {
+            "model-width" => s.model_width = value.get().unwrap(),
+            "model-height" => s.model_height = value.get().unwrap(),
+            "model-colorspace" => s.colorspace = value.get().unwrap(),
+            "model-layout" => s.layout = value.get().unwrap(),
+            "model-dtype" => s.dtype = value.get().unwrap(),
+            "letterbox" => s.letterbox = value.get().unwrap(),
+            "fill-color" => s.fill_color = value.get().unwrap(),
+            name @ ("model-mean" | "model-std") => {
+                let text: Option<String> = value.get().unwrap();
+                let default = if name == "model-mean" { "0,0,0" } else { "1,1,1" };
+                match parse_rgb_triplet(text.as_deref().unwrap_or(default)) {
+                    Ok(v) if name == "model-std" && v.contains(&0.0) => {
+                        gst::error!(
+                            CAT,
+                            imp = self,
+                            "model-std {v:?} has a zero: refused, keeping {:?}",
+                            s.std
+                        )
+                    }
+                    Ok(v) if name == "model-mean" => s.mean = v,
+                    Ok(v) => s.std = v,
+                    Err(e) => {
+                        gst::error!(CAT, imp = self, "{name} `{}` refused: {e}", text.unwrap_or_default())
+                    }
+                }
+            }
+            "import-cache-size" => {
+                s.import_cache_size = value.get().unwrap();
+                self.state.lock().unwrap().cache.set_capacity(s.import_cache_size as usize);
+            }
+            other => unreachable!("no writable property {other}"),
+        }
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        let s = self.settings.lock().unwrap();
+        let triplet = |v: [f32; 3]| format!("{},{},{}", v[0], v[1], v[2]);
+        let stats = self.state.lock().unwrap().cache.stats();
+        let geometry =
+            self.state.lock().unwrap().negotiated.as_ref().map(|n| (n.info.width(), n.info.height()));
+        match pspec.name() {
+            "model-width" => s.model_width.to_value(),
+            "model-height" => s.model_height.to_value(),
+            "model-colorspace" => s.colorspace.to_value(),
+            "model-layout" => s.layout.to_value(),
+            "model-dtype" => s.dtype.to_value(),
+            "letterbox" => s.letterbox.to_value(),
+            "fill-color" => s.fill_color.to_value(),
+            "model-mean" => triplet(s.mean).to_value(),
+            "model-std" => triplet(s.std).to_value(),
+            "import-cache-size" => s.import_cache_size.to_value(),
+            "import-hits" => stats.hits.to_value(),
+            "import-misses" => stats.misses.to_value(),
+            "import-evictions" => stats.evictions.to_value(),
+            // Passthrough is the only geometry this build negotiates: the picture fills the tensor.
+            "letterbox-scale" => geometry.map_or(0.0, |_| 1.0).to_value(),
+            "letterbox-top" | "letterbox-bottom" | "letterbox-left" | "letterbox-right" => 0u32.to_value(),
+            other => unreachable!("no property {other}"),
+        }
+    }
+}
+
+impl GstObjectImpl for EdgeFirstTensor {}
+
+impl ElementImpl for EdgeFirstTensor {
+    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
+        static META: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
+            gst::subclass::ElementMetadata::new(
+                "EdgeFirst camera to tensor",
+                "Filter/Converter/Video/Tensor",
+                "Imports camera frames (DMA-BUF, zero-copy, cached by inode) into model-ready tensors",
+                "gstedgefirst developers",
+            )
+        });
+        Some(&*META)
+    }
+
+    fn pad_templates() -> &'static [gst::PadTemplate] {
+        static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
+            let mut sink = gst_video::VideoCapsBuilder::new().format_list(SINK_FORMATS).build();
+            sink.merge(
+                gst_video::VideoCapsBuilder::new()
+                    .features([gst_allocators::CAPS_FEATURE_MEMORY_DMABUF])
+                    .format_list(SINK_FORMATS)
+                    .build(),
+            );
+            let mut src = gst::Caps::builder(TENSORS_MEDIA_TYPE)
+                .field("format", "static")
+                .field("num_tensors", 1i32)
+                .field(
+                    "framerate",
+                    gst::FractionRange::new(gst::Fraction::new(0, 1), gst::Fraction::new(i32::MAX, 1)),
+                )
+                .build();
+            src.merge(sink.clone());
+            vec![
+                gst::PadTemplate::new("sink", gst::PadDirection::Sink, gst::PadPresence::Always, &sink)
+                    .unwrap(),
+                gst::PadTemplate::new("src", gst::PadDirection::Src, gst::PadPresence::Always, &src).unwrap(),
+            ]
+        });
+        TEMPLATES.as_ref()
+    }
+}
+
+impl BaseTransformImpl for EdgeFirstTensor {
+    const MODE: gst_base::subclass::BaseTransformMode = gst_base::subclass::BaseTransformMode::AlwaysInPlace;
+    const PASSTHROUGH_ON_SAME_CAPS: bool = false;
+    const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
+
+    fn start(&self) -> Result<(), gst::ErrorMessage> {
+        let size = self.settings.lock().unwrap().import_cache_size as usize;
+        let mut st = self.state.lock().unwrap();
+        st.cache.set_capacity(size);
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<(), gst::ErrorMessage> {
+        let mut st = self.state.lock().unwrap();
+        st.cache.flush();
+        st.negotiated = None;
+        Ok(())
+    }
+
+    fn transform_caps(
+        &self,
+        direction: gst::PadDirection,
+        caps: &gst::Caps,
+        filter: Option<&gst::Caps>,
+    ) -> Option<gst::Caps> {
+        let settings = self.settings.lock().unwrap().clone();
+        let mut out = gst::Caps::new_empty();
+        {
+            let out = out.get_mut().unwrap();
+            for (s, features) in caps.iter_with_features() {
+                match direction {
+                    gst::PadDirection::Sink => {
+                        let (w, h) = (s.get::<i32>("width").ok(), s.get::<i32>("height").ok());
+                        let format = s.get::<&str>("format").ok().map(VideoFormat::from_string);
+                        let tensor = match (settings.model_width, settings.model_height, w, h) {
+                            (mw, mh, _, _) if mw > 0 && mh > 0 => Some((mw, mh)),
+                            (_, _, Some(w), Some(h)) => Some(settings.model_size(w as u32, h as u32)),
+                            _ => None,
+                        }
+                        .map(|(mw, mh)| {
+                            settings.tensor_caps(mw, mh, s.get::<gst::Fraction>("framerate").ok()).to_caps()
+                        });
+                        // Frames that already are the model tensor offer tensors first; frames that
+                        // would need converting offer themselves first, so a permissive downstream
+                        // (fakesink) negotiates passthrough rather than a refused conversion.
+                        let ready = match (format, w, h) {
+                            (Some(f), Some(w), Some(h)) => {
+                                settings.conversion_needed(f, w as u32, h as u32).is_none()
+                            }
+                            _ => false,
+                        };
+                        let image = gst::Caps::builder_full_with_features(features.to_owned())
+                            .structure(s.to_owned())
+                            .build();
+                        let mut ordered = vec![image];
+                        if let Some(t) = tensor {
+                            if ready {
+                                ordered.insert(0, t);
+                            } else {
+                                ordered.push(t);
+                            }
+                        }
+                        for c in ordered {
+                            out.append(c);
+                        }
+                    }
+                    gst::PadDirection::Src => {
+                        if s.name() == "video/x-raw" {
+                            out.append_structure_full(s.to_owned(), Some(features.to_owned()));
+                        } else {
+                            out.append(self.obj().static_pad("sink").unwrap().pad_template_caps());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Some(match filter {
+            Some(f) => f.intersect_with_mode(&out, gst::CapsIntersectMode::First),
+            None => out,
+        })
+    }
+
+    fn set_caps(&self, incaps: &gst::Caps, outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
+        let info = gst_video::VideoInfo::from_caps(incaps)
+            .map_err(|_| self.refuse(format!("not video: {incaps}")))?;
+        let format = pixel_format(info.format())
+            .ok_or_else(|| self.refuse(format!("{} is not an input format", info.format().to_str())))?;
+        let settings = self.settings.lock().unwrap().clone();
+        let s = outcaps.structure(0).ok_or_else(|| self.refuse("empty output caps".into()))?;
+        let (output, tensor) = if s.name() == "video/x-raw" {
+            let out = gst_video::VideoInfo::from_caps(outcaps)
+                .map_err(|_| self.refuse(format!("bad {outcaps}")))?;
+            if (out.format(), out.width(), out.height()) != (info.format(), info.width(), info.height()) {
+                return Err(self.refuse(format!(
+                    "{} {}x{} → {} {}x{} needs the conversion engine, which this build does not have yet",
+                    info.format().to_str(),
+                    info.width(),
+                    info.height(),
+                    out.format().to_str(),
+                    out.width(),
+                    out.height()
+                )));
+            }
+            (Output::Image, None)
+        } else {
+            let asked = TensorCaps::from_structure(s).map_err(|e| self.refuse(e))?;
+            let ours = settings.tensor_caps(info.width(), info.height(), asked.framerate);
+            if (asked.dtype, &asked.dims) != (ours.dtype, &ours.dims) {
+                return Err(self.refuse(format!(
+                    "downstream asked for {} {} but the properties describe {} {}",
+                    asked.dtype,
+                    asked.dims_string(),
+                    ours.dtype,
+                    ours.dims_string()
+                )));
+            }
+            if let Some(why) = settings.conversion_needed(info.format(), info.width(), info.height()) {
+                return Err(self.refuse(format!(
+                    "the model tensor {} {} needs conversion ({why}), and the conversion engine is not in this build yet",
+                    ours.dtype,
+                    ours.dims_string()
+                )));
+            }
+            (Output::Tensor, Some(ours))
+        };
+        gst::info!(CAT, imp = self, "{incaps} → {outcaps}: passthrough ({output:?})");
+        let mut st = self.state.lock().unwrap();
+        // A new geometry or producer: cached imports must not keep its old buffers pinned.
+        st.cache.flush();
+        st.negotiated = Some(Negotiated { info, format, output, tensor });
+        Ok(())
+    }
+
+    fn propose_allocation(
+        &self,
+        decide_query: Option<&gst::query::Allocation>,
+        query: &mut gst::query::Allocation,
+    ) -> Result<(), gst::LoggableError> {
+        // The parent may fail when downstream answers nothing (fakesink); our answer stands anyway.
+        if let Err(e) = self.parent_propose_allocation(decide_query, query) {
+            gst::debug!(CAT, imp = self, "parent allocation proposal: {e}");
+        }
+        crate::pool::propose(query);
+        Ok(())
+    }
+
+    fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let mut st = self.state.lock().unwrap();
+        let st = &mut *st;
+        let Some(neg) = st.negotiated.as_ref() else {
+            gst::element_imp_error!(self, gst::CoreError::Negotiation, ["buffer before caps"]);
+            return Err(gst::FlowError::NotNegotiated);
+        };
+        let layout = self.buffer_layout(buf, neg).map_err(|e| {
+            gst::element_imp_error!(self, gst::StreamError::Format, ["bad input frame: {}", e]);
+            gst::FlowError::Error
+        })?;
+        if neg.output == Output::Tensor {
+            let dense = neg.format.min_row_stride(neg.info.width() as usize, 1);
+            if layout.strides[0] as usize != dense {
+                gst::element_imp_error!(
+                    self,
+                    gst::StreamError::Format,
+                    [
+                        "frame rows are padded (stride {} for {} bytes of pixels); other/tensors consumers expect dense rows, which needs the conversion engine",
+                        layout.strides[0],
+                        dense
+                    ]
+                );
+                return Err(gst::FlowError::Error);
+            }
+        }
+        let buffer_id = Self::import(&mut st.cache, buf, neg, &layout).map_err(|e| {
+            gst::element_imp_error!(self, gst::StreamError::Format, ["cannot import the frame: {}", e]);
+            gst::FlowError::Error
+        })?;
+        let info = Self::tensor_info(neg, &layout, buffer_id.unwrap_or(0));
+        TensorMeta::add(buf, &info);
+        Ok(gst::FlowSuccess::Ok)
+    }
+}

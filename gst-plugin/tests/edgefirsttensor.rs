@@ -1,0 +1,368 @@
+//! edgefirsttensor in a Harness and in real pipelines: caps for every input format, passthrough
+//! zero-copy proven by inode, the import cache across recycled, re-wrapped and recreated buffers,
+//! allocation answers, and bad input.
+
+mod common;
+
+use common::*;
+use edgefirst_tensor::import::file_identity;
+use gst::prelude::*;
+use gst_allocators::prelude::*;
+use gst_video::VideoFormat;
+use gstedgefirst::TensorMeta;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+const FORMATS: [VideoFormat; 14] = [
+    VideoFormat::Nv12,
+    VideoFormat::Nv21,
+    VideoFormat::Nv16,
+    VideoFormat::I420,
+    VideoFormat::Yv12,
+    VideoFormat::Yuy2,
+    VideoFormat::Uyvy,
+    VideoFormat::Rgb,
+    VideoFormat::Bgr,
+    VideoFormat::Rgba,
+    VideoFormat::Bgra,
+    VideoFormat::Rgbx,
+    VideoFormat::Bgrx,
+    VideoFormat::Gray8,
+];
+
+fn harness(props: &[(&str, &str)]) -> gst_check::Harness {
+    init();
+    let mut h = gst_check::Harness::new("edgefirsttensor");
+    let el = h.element().unwrap();
+    for (k, v) in props {
+        el.set_property_from_str(k, v);
+    }
+    h.play();
+    h
+}
+
+fn memfd(len: usize) -> OwnedFd {
+    let fd = unsafe { libc::memfd_create(c"frame".as_ptr(), libc::MFD_CLOEXEC) };
+    assert!(fd >= 0);
+    assert_eq!(unsafe { libc::ftruncate(fd, len as libc::off_t) }, 0);
+    unsafe { OwnedFd::from_raw_fd(fd) }
+}
+
+fn dup(fd: &OwnedFd) -> OwnedFd {
+    fd.try_clone().unwrap()
+}
+
+/// A buffer whose one memory wraps (a dup of) `fd`, as DMA-BUF producers hand them over.
+fn fd_buffer(fd: &OwnedFd, size: usize) -> gst::Buffer {
+    let alloc = gst_allocators::DmaBufAllocator::new();
+    let mem = unsafe { alloc.alloc_dmabuf(dup(fd), size) }.unwrap();
+    let mut b = gst::Buffer::new();
+    b.get_mut().unwrap().append_memory(mem);
+    b
+}
+
+fn out_caps(h: &mut gst_check::Harness) -> String {
+    h.sinkpad().unwrap().current_caps().unwrap().to_string()
+}
+
+fn meta_of(b: &gst::Buffer) -> gstedgefirst::TensorInfo {
+    *b.meta::<TensorMeta>().expect("every output buffer carries the tensor meta").info()
+}
+
+fn stat(h: &gst_check::Harness, name: &str) -> u64 {
+    h.element().unwrap().property::<u64>(name)
+}
+
+#[test]
+fn every_input_format_negotiates() {
+    for f in FORMATS {
+        let mut h = harness(&[]);
+        h.set_src_caps(video_caps(f, 64, 48));
+        let info = gst_video::VideoInfo::from_caps(&video_caps(f, 64, 48)).unwrap();
+        let out = h.push_and_pull(gst::Buffer::with_size(info.size()).unwrap()).unwrap();
+        let caps = out_caps(&mut h);
+        if f == VideoFormat::Rgb {
+            // RGB 64x48 already is the default model tensor (rgb, hwc, uint8): tensors out.
+            assert_eq!(
+                caps,
+                "other/tensors, format=(string)static, num_tensors=(int)1, types=(string)uint8, \
+                 dimensions=(string)3:64:48:1, framerate=(fraction)30/1"
+            );
+            assert_eq!(meta_of(&out).shape(), &[1, 48, 64, 3]);
+            assert_eq!(meta_of(&out).strides(), &[9216, 192, 3, 1]);
+        } else {
+            assert!(
+                caps.starts_with(&format!("video/x-raw, format=(string){}", f.to_str())),
+                "{f:?}: {caps}"
+            );
+            assert_eq!(meta_of(&out).content_width, 64);
+        }
+        // The tensor caps are offered for every format (conversion decides whether they can be used).
+        let offered = h.element().unwrap().static_pad("src").unwrap().query_caps(None);
+        assert!(
+            offered.iter().any(|s| s.name() == "other/tensors"
+                && s.get::<&str>("dimensions") == Ok("3:64:48:1")
+                && s.get::<&str>("types") == Ok("uint8")),
+            "{f:?}: {offered}"
+        );
+    }
+}
+
+#[test]
+fn chw_tensor_caps() {
+    let mut h = harness(&[("model-layout", "chw"), ("model-colorspace", "gray")]);
+    h.set_src_caps(video_caps(VideoFormat::Gray8, 64, 48));
+    let out = h.push_and_pull(gst::Buffer::with_size(64 * 48).unwrap()).unwrap();
+    assert_eq!(
+        out_caps(&mut h),
+        "other/tensors, format=(string)static, num_tensors=(int)1, types=(string)uint8, \
+         dimensions=(string)64:48:1:1, framerate=(fraction)30/1"
+    );
+    assert_eq!(meta_of(&out).shape(), &[1, 1, 48, 64]);
+    // RGB chw is offered as W:H:C:1.
+    let h = harness(&[("model-layout", "chw")]);
+    let mut h = h;
+    h.set_src_caps(video_caps(VideoFormat::Nv12, 64, 48));
+    let offered = h.element().unwrap().static_pad("src").unwrap().query_caps(None).to_string();
+    assert!(offered.contains("dimensions=(string)64:48:3:1"), "{offered}");
+}
+
+fn run_pipeline(launch: &str) -> Result<(), String> {
+    init();
+    let p = gst::parse::launch(launch).unwrap();
+    p.set_state(gst::State::Playing).unwrap();
+    let bus = p.bus().unwrap();
+    let msg = bus
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(10),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        )
+        .unwrap();
+    p.set_state(gst::State::Null).unwrap();
+    match msg.view() {
+        gst::MessageView::Error(e) => Err(format!("{} {:?}", e.error(), e.debug())),
+        _ => Ok(()),
+    }
+}
+
+#[test]
+fn a_conversion_is_refused_at_caps_time_with_a_clear_error() {
+    let e = run_pipeline(
+        "videotestsrc num-buffers=1 ! video/x-raw,format=NV12,width=64,height=48 \
+         ! edgefirsttensor model-width=640 model-height=640 model-dtype=float32 ! other/tensors ! fakesink",
+    )
+    .unwrap_err();
+    assert!(e.contains("needs conversion"), "{e}");
+    assert!(
+        e.contains("NV12 → Rgb colour") && e.contains("64x48 → 640x640 letterbox") && e.contains("float32"),
+        "{e}"
+    );
+    // Without a tensor-only downstream the same element passes the frames through.
+    run_pipeline(
+        "videotestsrc num-buffers=3 ! video/x-raw,format=NV12,width=64,height=48 \
+         ! edgefirsttensor model-width=640 model-height=640 ! fakesink",
+    )
+    .unwrap();
+}
+
+#[test]
+fn passthrough_output_is_the_input_dmabuf() {
+    let mut h = harness(&[]);
+    h.set_src_caps(video_caps(VideoFormat::Rgb, 64, 48));
+    let fd = memfd(64 * 48 * 3);
+    let out = h.push_and_pull(fd_buffer(&fd, 64 * 48 * 3)).unwrap();
+    let mem = out.peek_memory(0);
+    let dmabuf = mem.downcast_memory_ref::<gst_allocators::DmaBufMemory>().expect("still the DMA-BUF memory");
+    let out_id = file_identity(unsafe { BorrowedFd::borrow_raw(dmabuf.fd()) }).unwrap();
+    let in_id = file_identity(fd.as_fd()).unwrap();
+    assert_eq!((out_id.dev, out_id.ino), (in_id.dev, in_id.ino), "same kernel buffer");
+    let info = meta_of(&out);
+    assert_ne!(info.buffer_id, 0, "imported");
+    assert_eq!(info.dtype(), Some(edgefirst_tensor::DType::U8));
+    assert_eq!((info.content_width, info.content_height, info.scale_x), (64, 48, 1.0));
+}
+
+/// Push `n` frames cycling over `bufs()`, returning the buffer ids the meta reported.
+fn push_frames(h: &mut gst_check::Harness, n: usize, mut make: impl FnMut(usize) -> gst::Buffer) -> Vec<u64> {
+    (0..n).map(|i| meta_of(&h.push_and_pull(make(i)).unwrap()).buffer_id).collect()
+}
+
+#[test]
+fn cache_hits_recycled_gstmemory() {
+    let mut h = harness(&[]);
+    h.set_src_caps(video_caps(VideoFormat::Nv12, 64, 48));
+    let size = 64 * 72;
+    let fds = [memfd(size), memfd(size)];
+    let bufs = [fd_buffer(&fds[0], size), fd_buffer(&fds[1], size)];
+    let ids = push_frames(&mut h, 10, |i| bufs[i % 2].clone());
+    assert_eq!((stat(&h, "import-misses"), stat(&h, "import-hits")), (2, 8));
+    assert!(ids.iter().step_by(2).all(|&id| id == ids[0]) && ids[0] != ids[1]);
+}
+
+#[test]
+fn cache_hits_fresh_gstmemory_and_dup_fds_over_the_same_memfds() {
+    let mut h = harness(&[]);
+    h.set_src_caps(video_caps(VideoFormat::Nv12, 64, 48));
+    let size = 64 * 72;
+    let fds = [memfd(size), memfd(size), memfd(size)];
+    // Every frame: a new dup of the fd, a new GstMemory, a new GstBuffer.
+    let ids = push_frames(&mut h, 12, |i| fd_buffer(&fds[i % 3], size));
+    assert_eq!(stat(&h, "import-misses"), 3, "misses equal the number of distinct buffers");
+    assert_eq!(stat(&h, "import-hits"), 9);
+    assert_eq!(ids[0], ids[3]);
+    assert_eq!(ids[1], ids[10]);
+}
+
+#[test]
+fn recreated_memfds_never_hit_a_stale_entry() {
+    let mut h = harness(&[]);
+    h.set_src_caps(video_caps(VideoFormat::Gray8, 64, 48));
+    let size = 64 * 48;
+    let mut seen = Vec::new();
+    for round in 0..3u8 {
+        // Fresh memfds every round, the old ones closed and their buffers gone: the kernel may
+        // hand out recycled inode numbers, which must not be served from the cache.
+        let fds: Vec<OwnedFd> = (0..2).map(|_| memfd(size)).collect();
+        for (k, fd) in fds.iter().enumerate() {
+            let m = unsafe {
+                libc::mmap(std::ptr::null_mut(), size, libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0)
+            };
+            unsafe { std::ptr::write_bytes(m as *mut u8, 10 * round + k as u8, size) };
+            unsafe { libc::munmap(m, size) };
+        }
+        for (k, fd) in fds.iter().enumerate() {
+            let out = h.push_and_pull(fd_buffer(fd, size)).unwrap();
+            let id = meta_of(&out).buffer_id;
+            assert!(!seen.contains(&id), "round {round}: a new buffer got an old import");
+            seen.push(id);
+            assert!(
+                out.map_readable().unwrap().iter().all(|&b| b == 10 * round + k as u8),
+                "content of this round"
+            );
+        }
+    }
+    assert_eq!(stat(&h, "import-misses"), 6);
+    assert_eq!(stat(&h, "import-hits"), 0);
+}
+
+#[test]
+fn cache_is_bounded_and_counts_evictions() {
+    let mut h = harness(&[("import-cache-size", "1")]);
+    h.set_src_caps(video_caps(VideoFormat::Gray8, 16, 16));
+    let fds = [memfd(256), memfd(256)];
+    push_frames(&mut h, 6, |i| fd_buffer(&fds[i % 2], 256));
+    assert_eq!((stat(&h, "import-misses"), stat(&h, "import-evictions")), (6, 5));
+}
+
+#[test]
+fn two_memory_nv12_is_imported_as_two_planes() {
+    let mut h = harness(&[]);
+    h.set_src_caps(video_caps(VideoFormat::Nv12, 64, 48));
+    let (luma, chroma) = (memfd(64 * 48), memfd(64 * 24));
+    let mk = || {
+        let mut b = fd_buffer(&luma, 64 * 48);
+        {
+            let b = b.get_mut().unwrap();
+            let c = fd_buffer(&chroma, 64 * 24);
+            b.append_memory(c.memory(0).unwrap()); // a reference, not a copy
+            gst_video::VideoMeta::add_full(
+                b,
+                gst_video::VideoFrameFlags::empty(),
+                VideoFormat::Nv12,
+                64,
+                48,
+                &[0, 64 * 48],
+                &[64, 64],
+            )
+            .unwrap();
+        }
+        b
+    };
+    let ids = push_frames(&mut h, 3, |_| mk());
+    assert_eq!((stat(&h, "import-misses"), stat(&h, "import-hits")), (1, 2));
+    assert!(ids[0] != 0 && ids.iter().all(|&i| i == ids[0]));
+}
+
+#[test]
+fn lying_video_meta_and_short_buffers_are_errors() {
+    let mut h = harness(&[]);
+    h.set_src_caps(video_caps(VideoFormat::Nv12, 64, 48));
+    let mut b = gst::Buffer::with_size(1000).unwrap();
+    gst_video::VideoMeta::add_full(
+        b.get_mut().unwrap(),
+        gst_video::VideoFrameFlags::empty(),
+        VideoFormat::Nv12,
+        64,
+        48,
+        &[0, 3072],
+        &[64, 64],
+    )
+    .unwrap();
+    assert_eq!(h.push(b), Err(gst::FlowError::Error));
+    let mut h = harness(&[]);
+    h.set_src_caps(video_caps(VideoFormat::Rgba, 64, 48));
+    assert_eq!(h.push(gst::Buffer::with_size(100).unwrap()), Err(gst::FlowError::Error));
+}
+
+#[test]
+fn padded_rows_are_not_passed_off_as_a_dense_tensor() {
+    let mut h = harness(&[]);
+    h.set_src_caps(video_caps(VideoFormat::Rgb, 63, 8)); // 189-byte rows, GStreamer pads to 192
+    assert_eq!(h.push(gst::Buffer::with_size(192 * 8).unwrap()), Err(gst::FlowError::Error));
+}
+
+#[test]
+fn system_memory_passes_through_without_an_import() {
+    let mut h = harness(&[]);
+    h.set_src_caps(video_caps(VideoFormat::Yuy2, 64, 48));
+    let out = h.push_and_pull(gst::Buffer::with_size(64 * 48 * 2).unwrap()).unwrap();
+    assert_eq!(meta_of(&out).buffer_id, 0);
+    assert_eq!(stat(&h, "import-misses"), 0);
+}
+
+#[test]
+fn allocation_answer_announces_video_meta_and_offers_our_pool() {
+    let mut h = harness(&[]);
+    h.set_src_caps(video_caps(VideoFormat::Nv12, 320, 240));
+    let mut q = gst::query::Allocation::new(Some(&video_caps(VideoFormat::Nv12, 320, 240)), true);
+    assert!(h.srcpad().unwrap().peer_query(&mut q));
+    assert!(q.find_allocation_meta::<gst_video::VideoMeta>().is_some());
+    let (pool, size, min, _) = q.allocation_pools().next().expect("a pool is offered");
+    let pool = pool.expect("with a pool object");
+    assert!(pool.is::<gstedgefirst::BufferPool>(), "{}", pool.type_().name());
+    assert_eq!(size as usize, 320 * 360);
+    assert_eq!(min, 2);
+}
+
+#[test]
+fn properties_keep_the_familiar_names_and_refuse_bad_values() {
+    init();
+    let el = gst::ElementFactory::make("edgefirsttensor").build().unwrap();
+    assert_eq!(el.property::<u32>("fill-color"), 0x8080_80ff);
+    assert!(el.property::<bool>("letterbox"));
+    el.set_property("model-mean", "0.485,0.456,0.406");
+    assert_eq!(el.property::<String>("model-mean"), "0.485,0.456,0.406");
+    el.set_property("model-std", "0.5");
+    assert_eq!(el.property::<String>("model-std"), "0.5,0.5,0.5");
+    el.set_property("model-std", "1,0,1");
+    assert_eq!(el.property::<String>("model-std"), "0.5,0.5,0.5", "a zero std is refused");
+    el.set_property("model-mean", "a,b");
+    assert_eq!(el.property::<String>("model-mean"), "0.485,0.456,0.406");
+    el.set_property_from_str("model-dtype", "float16");
+    el.set_property_from_str("model-colorspace", "bgr");
+    el.set_property_from_str("model-layout", "chw");
+    for p in [
+        "letterbox-scale",
+        "letterbox-top",
+        "letterbox-bottom",
+        "letterbox-left",
+        "letterbox-right",
+        "import-hits",
+    ] {
+        assert!(
+            !el.find_property(p).unwrap().flags().contains(glib::ParamFlags::WRITABLE),
+            "{p} is read-only"
+        );
+    }
+}
+
+use gst::glib;
