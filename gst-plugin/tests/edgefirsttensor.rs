@@ -73,35 +73,31 @@ fn stat(h: &gst_check::Harness, name: &str) -> u64 {
 }
 
 #[test]
-fn every_input_format_negotiates() {
+fn every_input_format_negotiates_the_model_tensor() {
     for f in FORMATS {
         let mut h = harness(&[]);
         h.set_src_caps(video_caps(f, 64, 48));
         let info = gst_video::VideoInfo::from_caps(&video_caps(f, 64, 48)).unwrap();
         let out = h.push_and_pull(gst::Buffer::with_size(info.size()).unwrap()).unwrap();
-        let caps = out_caps(&mut h);
-        if f == VideoFormat::Rgb {
-            // RGB 64x48 already is the default model tensor (rgb, hwc, uint8): tensors out.
-            assert_eq!(
-                caps,
-                "other/tensors, format=(string)static, num_tensors=(int)1, types=(string)uint8, \
-                 dimensions=(string)3:64:48:1, framerate=(fraction)30/1"
-            );
-            assert_eq!(meta_of(&out).shape(), &[1, 48, 64, 3]);
-            assert_eq!(meta_of(&out).strides(), &[9216, 192, 3, 1]);
-        } else {
-            assert!(
-                caps.starts_with(&format!("video/x-raw, format=(string){}", f.to_str())),
-                "{f:?}: {caps}"
-            );
-            assert_eq!(meta_of(&out).content_width, 64);
+        assert_eq!(
+            out_caps(&mut h),
+            "other/tensors, format=(string)static, num_tensors=(int)1, types=(string)uint8, \
+             dimensions=(string)3:64:48:1, framerate=(fraction)30/1",
+            "{f:?}"
+        );
+        let meta = meta_of(&out);
+        assert_eq!(meta.shape(), &[1, 48, 64, 3], "{f:?}");
+        assert_eq!(meta.strides(), &[9216, 192, 3, 1], "{f:?}");
+        assert_eq!(out.size(), 9216, "{f:?}: a dense tensor");
+        if f != VideoFormat::Rgb {
+            // Converted into the edgefirst pool (memfd here, a DMA heap on a board).
+            let heap = gstedgefirst::DmaBufAllocator::heap_of(out.peek_memory(0));
+            assert!(heap.is_some(), "{f:?}: output from the edgefirst allocator");
         }
-        // The tensor caps are offered for every format (conversion decides whether they can be used).
+        // The frame itself stays on offer for a downstream that wants it untouched.
         let offered = h.element().unwrap().static_pad("src").unwrap().query_caps(None);
         assert!(
-            offered.iter().any(|s| s.name() == "other/tensors"
-                && s.get::<&str>("dimensions") == Ok("3:64:48:1")
-                && s.get::<&str>("types") == Ok("uint8")),
+            offered.iter().any(|s| s.name() == "video/x-raw" && s.get::<&str>("format") == Ok(f.to_str())),
             "{f:?}: {offered}"
         );
     }
@@ -145,23 +141,109 @@ fn run_pipeline(launch: &str) -> Result<(), String> {
 }
 
 #[test]
-fn a_conversion_is_refused_at_caps_time_with_a_clear_error() {
+fn impossible_configurations_are_refused_at_caps_time_with_a_clear_error() {
     let e = run_pipeline(
         "videotestsrc num-buffers=1 ! video/x-raw,format=NV12,width=64,height=48 \
-         ! edgefirsttensor model-width=640 model-height=640 model-dtype=float32 ! other/tensors ! fakesink",
+         ! edgefirsttensor model-dtype=uint16 model-mean=0.5 ! other/tensors ! fakesink",
     )
     .unwrap_err();
-    assert!(e.contains("needs conversion"), "{e}");
-    assert!(
-        e.contains("NV12 → Rgb colour") && e.contains("64x48 → 640x640 letterbox") && e.contains("float32"),
-        "{e}"
-    );
-    // Without a tensor-only downstream the same element passes the frames through.
-    run_pipeline(
-        "videotestsrc num-buffers=3 ! video/x-raw,format=NV12,width=64,height=48 \
-         ! edgefirsttensor model-width=640 model-height=640 ! fakesink",
-    )
-    .unwrap();
+    assert!(e.contains("mean/std on a uint16 output needs the model's quantization"), "{e}");
+}
+
+#[test]
+fn letterboxed_float_tensor_with_mean_std_and_its_geometry() {
+    let mut h = harness(&[
+        ("model-width", "64"),
+        ("model-height", "64"),
+        ("model-dtype", "float32"),
+        ("model-layout", "chw"),
+        ("model-mean", "0.485,0.456,0.406"),
+        ("model-std", "0.229,0.224,0.225"),
+    ]);
+    h.set_src_caps(video_caps(VideoFormat::Nv12, 128, 72));
+    let mut frame = gst::Buffer::with_size(128 * 108).unwrap();
+    frame
+        .get_mut()
+        .unwrap()
+        .map_writable()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+        .for_each(|(i, b)| *b = (i * 7) as u8);
+    let out = h.push_and_pull(frame.clone()).unwrap();
+    assert!(out_caps(&mut h).contains("types=(string)float32, dimensions=(string)64:64:3:1"));
+    let m = meta_of(&out);
+    assert_eq!(m.shape(), &[1, 3, 64, 64]);
+    assert_eq!(m.strides(), &[49152, 16384, 256, 4]);
+    // 128x72 letterboxed into 64x64: 64x36 content, 14 rows of padding above.
+    assert_eq!((m.content_x, m.content_y, m.content_width, m.content_height), (0, 14, 64, 36));
+    assert_eq!((m.scale_x, m.scale_y), (0.5, 0.5));
+    let el = h.element().unwrap();
+    assert_eq!((el.property::<u32>("letterbox-top"), el.property::<u32>("letterbox-bottom")), (14, 14));
+    assert_eq!(el.property::<f64>("letterbox-scale"), 0.5);
+    // The element writes exactly what the tensor crate's converter gives for the same frame.
+    use edgefirst_tensor::convert::{Colorspace, ConvertSpec, Converter, DstLayout, SrcImage};
+    let dst = DstLayout::dense(64, 64, Colorspace::Rgb, true, edgefirst_tensor::DType::F32);
+    let spec = ConvertSpec {
+        mean: [0.485, 0.456, 0.406],
+        std: [0.229, 0.224, 0.225],
+        fill: [0x80, 0x80, 0x80, 0xff],
+        ..Default::default()
+    };
+    let conv = Converter::new(edgefirst_tensor::PixelFormat::Nv12, 128, 72, dst, &spec, 1).unwrap();
+    let map = frame.map_readable().unwrap();
+    let src = SrcImage {
+        format: edgefirst_tensor::PixelFormat::Nv12,
+        width: 128,
+        height: 72,
+        planes: [(&map[..], 128), (&map[128 * 72..], 128), (&[], 0)],
+    };
+    let mut want = vec![0u8; dst.bytes()];
+    conv.convert(&src, &mut want).unwrap();
+    assert_eq!(&out.map_readable().unwrap()[..], &want[..]);
+}
+
+#[test]
+fn int8_quantized_bgr_and_threads() {
+    let run = |threads: &str| {
+        let mut h = harness(&[
+            ("model-width", "40"),
+            ("model-height", "30"),
+            ("model-colorspace", "bgr"),
+            ("model-dtype", "int8"),
+            ("model-quant-scale", "0.0078125"),
+            ("model-quant-zero-point", "-1"),
+            ("n-threads", threads),
+        ]);
+        h.set_src_caps(video_caps(VideoFormat::Yuy2, 100, 50));
+        let mut frame = gst::Buffer::with_size(200 * 50).unwrap();
+        frame
+            .get_mut()
+            .unwrap()
+            .map_writable()
+            .unwrap()
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = (i % 251) as u8);
+        let out = h.push_and_pull(frame).unwrap();
+        assert!(out_caps(&mut h).contains("types=(string)int8, dimensions=(string)3:40:30:1"));
+        let m = meta_of(&out);
+        assert_eq!((m.quant_channels, m.quant_scales[0], m.quant_zero_points[0]), (1, 0.0078125, -1));
+        let bytes = out.map_readable().unwrap().to_vec();
+        bytes
+    };
+    assert_eq!(run("1"), run("3"), "threads change nothing but speed");
+}
+
+#[test]
+fn converted_video_output_uses_the_pool_pitch() {
+    let mut h = harness(&[("model-width", "321"), ("model-height", "200"), ("model-colorspace", "rgba")]);
+    h.set_src_caps(video_caps(VideoFormat::Nv12, 640, 480));
+    h.set_sink_caps(gst::Caps::builder("video/x-raw").field("format", "RGBA").build());
+    let out = h.push_and_pull(gst::Buffer::with_size(640 * 720).unwrap()).unwrap();
+    let vm = out.meta::<gst_video::VideoMeta>().expect("a video meta from the pool");
+    assert_eq!(vm.stride()[0], 1344, "RGBA 321 at a 64-byte pitch");
+    assert_eq!(meta_of(&out).strides(), &[1344, 4, 1]);
 }
 
 #[test]

@@ -87,7 +87,7 @@ fn camera_into_edgefirsttensor(device: &str, planes: usize) {
     init();
     let pipeline = gst::parse::launch(&format!(
         "v4l2src device={device} io-mode=dmabuf num-buffers=120 \
-         ! video/x-raw,format=NV12,width=640,height=480 ! edgefirsttensor name=t ! video/x-raw ! fakesink name=sink sync=false"
+         ! video/x-raw,format=NV12,width=640,height=480 ! edgefirsttensor name=t ! video/x-raw,format=NV12 ! fakesink name=sink sync=false"
     ))
     .unwrap()
     .downcast::<gst::Pipeline>()
@@ -149,4 +149,56 @@ fn single_planar_camera_into_edgefirsttensor() {
 #[test]
 fn multi_planar_camera_into_edgefirsttensor() {
     camera_into_edgefirsttensor("/dev/video4", 2);
+}
+
+/// The camera's frames converted to a letterboxed model tensor: the result is written into the
+/// edgefirst pool's DMA-BUFs and handed on as is.
+#[test]
+fn camera_frames_converted_into_pool_dmabufs() {
+    init();
+    let pipeline = gst::parse::launch(
+        "v4l2src device=/dev/video0 io-mode=dmabuf num-buffers=20 ! video/x-raw,format=NV12,width=640,height=480 \
+         ! edgefirsttensor model-width=320 model-height=320 model-dtype=float32 ! fakesink name=sink sync=false",
+    )
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    let dma = Arc::new(AtomicUsize::new(0));
+    let other = Arc::new(AtomicUsize::new(0));
+    {
+        let (dma, other) = (dma.clone(), other.clone());
+        pipeline.by_name("sink").unwrap().static_pad("sink").unwrap().add_probe(
+            gst::PadProbeType::BUFFER,
+            move |_, info| {
+                let buffer = info.buffer().unwrap();
+                let mem = buffer.peek_memory(0);
+                let ours = DmaBufAllocator::heap_of(mem) == Some("system")
+                    && mem.downcast_memory_ref::<gst_allocators::DmaBufMemory>().is_some_and(|d| {
+                        fs_magic(unsafe { BorrowedFd::borrow_raw(d.fd()) }).ok() == Some(DMA_BUF_MAGIC)
+                    });
+                let meta = buffer.meta::<gstedgefirst::TensorMeta>().unwrap();
+                assert_eq!(meta.info().shape(), &[1, 320, 320, 3]);
+                assert_eq!((meta.info().content_y, meta.info().content_height), (40, 240));
+                if ours { &dma } else { &other }.fetch_add(1, Ordering::SeqCst);
+                gst::PadProbeReturn::Ok
+            },
+        );
+    }
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let msg = pipeline
+        .bus()
+        .unwrap()
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(240),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        )
+        .expect("EOS or error");
+    pipeline.set_state(gst::State::Null).unwrap();
+    if let gst::MessageView::Error(e) = msg.view() {
+        panic!("pipeline error: {} ({:?})", e.error(), e.debug());
+    }
+    let (dma, other) = (dma.load(Ordering::SeqCst), other.load(Ordering::SeqCst));
+    println!("kernel lane: NV12 640x480 → float32 320x320 letterboxed: {dma} tensors in edgefirst DMA-BUFs, {other} elsewhere");
+    assert!(dma >= 15);
+    assert_eq!(other, 0);
 }

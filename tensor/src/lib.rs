@@ -4,6 +4,7 @@
 
 mod access;
 mod backing;
+pub mod convert;
 mod dtype;
 mod error;
 pub mod format;

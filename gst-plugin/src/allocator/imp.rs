@@ -71,10 +71,17 @@ unsafe impl AllocatorImpl for DmaBufAllocator {
             }
         };
         let source = raw.source;
-        let mut mem = match unsafe { self.obj().alloc_dmabuf(raw.fd, total) } {
+        // Kept mapped: an fd memory is otherwise munmapped after every map, and mapping a
+        // multi-megabyte tensor again faults in every page each frame.
+        let fd = std::os::fd::IntoRawFd::into_raw_fd(raw.fd);
+        let mut mem = match unsafe {
+            self.obj().alloc_dmabuf_with_flags(fd, total, gst_allocators::FdMemoryFlags::KEEP_MAPPED)
+        } {
             Ok(mem) => mem,
             Err(e) => {
                 gst::error!(CAT, imp = self, "cannot wrap a {source} fd of {total} bytes: {e}");
+                // Not taken over by a memory, so still ours to close.
+                unsafe { libc::close(fd) };
                 return std::ptr::null_mut();
             }
         };

@@ -1,16 +1,19 @@
-use super::{ModelColorspace, ModelDtype, ModelLayout};
+use super::{ModelColorspace, ModelDtype, ModelFit, ModelInterpolation, ModelLayout};
 use crate::caps::{model_dims, TensorCaps, TENSORS_MEDIA_TYPE};
 use crate::import_cache::{ImportCache, ImportKey};
 use crate::meta::{dtype_code, TensorInfo, TensorMeta};
 use crate::video::pixel_format;
-use edgefirst_tensor::preprocess::parse_rgb_triplet;
+use edgefirst_tensor::convert::{ConvertSpec, Converter, DstLayout, SrcImage};
+use edgefirst_tensor::preprocess::{parse_rgb_triplet, Colorimetry, ContentRegion, Interpolation};
 use edgefirst_tensor::{
     byte_strides, CpuAccess, DType, PixelFormat, PixelLayout, PlaneDescriptor, StrideSpec, TensorDyn,
 };
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
+use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
+use gst_video::prelude::*;
 use gst_video::VideoFormat;
 use std::os::fd::BorrowedFd;
 use std::sync::{LazyLock, Mutex};
@@ -50,10 +53,14 @@ struct Settings {
     colorspace: ModelColorspace,
     layout: ModelLayout,
     dtype: ModelDtype,
-    letterbox: bool,
+    fit: ModelFit,
+    interpolation: ModelInterpolation,
     fill_color: u32,
     mean: [f32; 3],
     std: [f32; 3],
+    quant_scale: f64,
+    quant_zero_point: i32,
+    n_threads: u32,
     import_cache_size: u32,
 }
 
@@ -65,10 +72,14 @@ impl Default for Settings {
             colorspace: ModelColorspace::Rgb,
             layout: ModelLayout::Hwc,
             dtype: ModelDtype::Uint8,
-            letterbox: true,
+            fit: ModelFit::Letterbox,
+            interpolation: ModelInterpolation::Bilinear,
             fill_color: DEFAULT_FILL,
             mean: [0.0; 3],
             std: [1.0; 3],
+            quant_scale: 0.0,
+            quant_zero_point: 0,
+            n_threads: 1,
             import_cache_size: DEFAULT_CACHE,
         }
     }
@@ -105,7 +116,12 @@ impl Settings {
         }
         if self.model_size(w, h) != (w, h) {
             let (mw, mh) = self.model_size(w, h);
-            why.push(format!("{w}x{h} → {mw}x{mh} {}", if self.letterbox { "letterbox" } else { "scale" }));
+            let fit = match self.fit {
+                ModelFit::Letterbox => "letterbox",
+                ModelFit::Stretch => "stretch",
+                ModelFit::CenterCrop => "center-crop",
+            };
+            why.push(format!("{w}x{h} → {mw}x{mh} {fit}"));
         }
         if self.layout == ModelLayout::Chw && self.colorspace.channels() > 1 {
             why.push("hwc → chw".into());
@@ -116,7 +132,38 @@ impl Settings {
         if self.mean != [0.0; 3] || self.std != [1.0; 3] {
             why.push("mean/std normalization".into());
         }
+        if self.quant_scale != 0.0 {
+            why.push("quantization".into());
+        }
         (!why.is_empty()).then(|| why.join(", "))
+    }
+
+    /// Whether the model input can also be offered as a video frame (8-bit interleaved, raw).
+    fn image_output(&self) -> Option<VideoFormat> {
+        let raw = self.dtype == ModelDtype::Uint8
+            && (self.layout == ModelLayout::Hwc || self.colorspace.channels() == 1)
+            && self.mean == [0.0; 3]
+            && self.std == [1.0; 3]
+            && self.quant_scale == 0.0;
+        raw.then(|| crate::video::video_format(self.colorspace.pixel_format())).flatten()
+    }
+
+    fn spec(&self, colorimetry: Colorimetry) -> ConvertSpec {
+        let c = self.fill_color;
+        ConvertSpec {
+            fit: self.fit.fit_mode(),
+            interpolation: match self.interpolation {
+                ModelInterpolation::Bilinear => Interpolation::Bilinear,
+                ModelInterpolation::Nearest => Interpolation::Nearest,
+            },
+            colorimetry,
+            mean: self.mean,
+            std: self.std,
+            quantization: (self.quant_scale != 0.0)
+                .then_some((self.quant_scale as f32, self.quant_zero_point)),
+            fill: [(c >> 24) as u8, (c >> 16) as u8, (c >> 8) as u8, c as u8],
+            ..ConvertSpec::default()
+        }
     }
 }
 
@@ -128,12 +175,13 @@ enum Output {
     Tensor,
 }
 
-#[derive(Debug, Clone)]
 struct Negotiated {
     info: gst_video::VideoInfo,
     format: PixelFormat,
     output: Output,
     tensor: Option<TensorCaps>,
+    /// Present when the output is converted (not the input frame itself).
+    converter: Option<Converter>,
 }
 
 /// What must match for a cached import to be served for this frame.
@@ -317,34 +365,26 @@ impl EdgeFirstTensor {
         gst::loggable_error!(CAT, "{}", msg)
     }
 
-    fn tensor_info(neg: &Negotiated, layout: &BufferLayout, buffer_id: u64) -> TensorInfo {
+    /// The meta of a frame passed through: the input frame itself is the tensor.
+    fn passthrough_info(neg: &Negotiated, layout: &BufferLayout, buffer_id: u64) -> TensorInfo {
         let (w, h) = (neg.info.width() as usize, neg.info.height() as usize);
         let rs = layout.strides[0] as usize;
         let pf = neg.format;
-        let (shape, strides) = match neg.output {
+        let (shape, spec) = match neg.output {
             Output::Image => {
-                let shape = pf.addressing_shape(w, h);
                 let plane_stride =
                     (pf == PixelFormat::PlanarRgb).then(|| layout.offsets[1] - layout.offsets[0]);
-                let spec =
-                    StrideSpec { layout: pf.layout(), row_stride: rs, plane_stride, batch_stride: None };
-                let strides = byte_strides(&shape, 1, Some(&spec));
-                (shape, strides)
+                (
+                    pf.addressing_shape(w, h),
+                    StrideSpec { layout: pf.layout(), row_stride: rs, plane_stride, batch_stride: None },
+                )
             }
             Output::Tensor => {
                 let shape = neg.tensor.as_ref().expect("tensor output has tensor caps").shape();
-                let spec = StrideSpec {
-                    layout: if shape.len() == 4 && shape[1] == 1 && shape[3] != 1 {
-                        PixelLayout::Planar
-                    } else {
-                        PixelLayout::Packed
-                    },
-                    row_stride: rs,
-                    plane_stride: None,
-                    batch_stride: Some(rs * h),
-                };
-                let strides = byte_strides(&shape, 1, Some(&spec));
-                (shape, strides)
+                // A one-channel CHW tensor is the gray frame itself: planar with one plane.
+                let planar = shape.len() == 4 && shape[1] == 1 && shape[3] != 1;
+                let layout = if planar { PixelLayout::Planar } else { PixelLayout::Packed };
+                (shape, StrideSpec { layout, row_stride: rs, plane_stride: None, batch_stride: Some(rs * h) })
             }
         };
         let mut info = TensorInfo {
@@ -353,13 +393,78 @@ impl EdgeFirstTensor {
             buffer_id,
             ..Default::default()
         };
-        info.set_layout(&shape, &strides).expect("image tensors have rank <= 4");
-        (info.content_x, info.content_y, info.content_width, info.content_height) =
-            (0, 0, w as u32, h as u32);
-        info.content_norm = [0.0, 0.0, 1.0, 1.0];
-        (info.source_width, info.source_height) = (w as u32, h as u32);
+        info.set_layout(&shape, &byte_strides(&shape, 1, Some(&spec))).expect("image tensors have rank <= 4");
+        set_content(&mut info, &passthrough_content(w, h));
         info
     }
+
+    /// The meta of a converted frame: the destination layout and where the picture went.
+    fn converted_info(
+        neg: &Negotiated,
+        conv: &Converter,
+        buffer_id: u64,
+        quant: Option<(f32, i32)>,
+    ) -> TensorInfo {
+        let d = conv.dst();
+        let esz = d.dtype.size();
+        let (shape, spec) = match &neg.tensor {
+            Some(t) => {
+                let shape = t.shape();
+                let layout = if d.chw { PixelLayout::Planar } else { PixelLayout::Packed };
+                let plane_stride = d.chw.then_some(d.plane_stride);
+                (
+                    shape,
+                    StrideSpec {
+                        layout,
+                        row_stride: d.row_stride,
+                        plane_stride,
+                        batch_stride: Some(d.bytes()),
+                    },
+                )
+            }
+            None => (
+                vec![d.height, d.width, d.colorspace.channels()],
+                StrideSpec {
+                    layout: PixelLayout::Packed,
+                    row_stride: d.row_stride,
+                    plane_stride: None,
+                    batch_stride: None,
+                },
+            ),
+        };
+        let mut info = TensorInfo { dtype: dtype_code(d.dtype), buffer_id, ..Default::default() };
+        info.set_layout(&shape, &byte_strides(&shape, esz, Some(&spec)))
+            .expect("model tensors have rank <= 4");
+        if let Some((scale, zp)) = quant {
+            info.quant_channels = 1;
+            info.quant_scales[0] = scale;
+            info.quant_zero_points[0] = zp;
+        }
+        set_content(&mut info, conv.content());
+        info
+    }
+}
+
+/// The geometry of a frame that is its own tensor: the picture fills it, scale 1.
+fn passthrough_content(w: usize, h: usize) -> ContentRegion {
+    edgefirst_tensor::preprocess::letterbox_rect(
+        w,
+        h,
+        w,
+        h,
+        edgefirst_tensor::preprocess::FitMode::Stretch,
+        edgefirst_tensor::preprocess::LetterboxPlacement::Center,
+    )
+    .expect("non-zero negotiated sizes")
+}
+
+fn set_content(info: &mut TensorInfo, c: &ContentRegion) {
+    (info.content_x, info.content_y, info.content_width, info.content_height) =
+        (c.rect.x as u32, c.rect.y as u32, c.rect.width as u32, c.rect.height as u32);
+    info.content_norm = [c.x0, c.y0, c.x1, c.y1];
+    (info.scale_x, info.scale_y) = (c.scale_x, c.scale_y);
+    (info.source_x, info.source_y, info.source_width, info.source_height) =
+        (c.source.x as u32, c.source.y as u32, c.source.width as u32, c.source.height as u32);
 }
 
 #[glib::object_subclass]
@@ -407,8 +512,41 @@ impl ObjectImpl for EdgeFirstTensor {
                     .build(),
                 glib::ParamSpecBoolean::builder("letterbox")
                     .nick("Letterbox")
-                    .blurb("Keep the aspect ratio and pad with fill-color instead of stretching")
+                    .blurb("Keep the aspect ratio and pad with fill-color (true) or stretch (false); fit says the same with center-crop too")
                     .default_value(true)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("fit", ModelFit::Letterbox)
+                    .nick("Fit")
+                    .blurb("How the picture fills the model input")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("interpolation", ModelInterpolation::Bilinear)
+                    .nick("Interpolation")
+                    .blurb("Resampling filter")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecDouble::builder("model-quant-scale")
+                    .nick("Quantization scale")
+                    .blurb("Scale of an int8/uint8 model input: q = round(x / scale) + zero-point, x the normalized value (0: not quantized; int8 is then the pixel value - 128)")
+                    .minimum(0.0)
+                    .default_value(0.0)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecInt::builder("model-quant-zero-point")
+                    .nick("Quantization zero point")
+                    .blurb("Zero point of an int8/uint8 model input")
+                    .minimum(-128)
+                    .maximum(255)
+                    .default_value(0)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("n-threads")
+                    .nick("Threads")
+                    .blurb("Threads converting each frame (rows are split between them)")
+                    .minimum(1)
+                    .maximum(64)
+                    .default_value(1)
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecUInt::builder("fill-color")
@@ -460,7 +598,12 @@ impl ObjectImpl for EdgeFirstTensor {
             "model-colorspace" => s.colorspace = value.get().unwrap(),
             "model-layout" => s.layout = value.get().unwrap(),
             "model-dtype" => s.dtype = value.get().unwrap(),
-            "letterbox" => s.letterbox = value.get().unwrap(),
+            "letterbox" => s.fit = if value.get().unwrap() { ModelFit::Letterbox } else { ModelFit::Stretch },
+            "fit" => s.fit = value.get().unwrap(),
+            "interpolation" => s.interpolation = value.get().unwrap(),
+            "model-quant-scale" => s.quant_scale = value.get().unwrap(),
+            "model-quant-zero-point" => s.quant_zero_point = value.get().unwrap(),
+            "n-threads" => s.n_threads = value.get().unwrap(),
             "fill-color" => s.fill_color = value.get().unwrap(),
             name @ ("model-mean" | "model-std") => {
                 let text: Option<String> = value.get().unwrap();
@@ -492,16 +635,27 @@ impl ObjectImpl for EdgeFirstTensor {
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
         let s = self.settings.lock().unwrap();
         let triplet = |v: [f32; 3]| format!("{},{},{}", v[0], v[1], v[2]);
-        let stats = self.state.lock().unwrap().cache.stats();
-        let geometry =
-            self.state.lock().unwrap().negotiated.as_ref().map(|n| (n.info.width(), n.info.height()));
+        let (stats, content) = {
+            let st = self.state.lock().unwrap();
+            let content = st.negotiated.as_ref().map(|n| match &n.converter {
+                Some(c) => *c.content(),
+                None => passthrough_content(n.info.width() as usize, n.info.height() as usize),
+            });
+            (st.cache.stats(), content)
+        };
+        let pad = |f: fn(&ContentRegion) -> usize| content.as_ref().map_or(0, |c| f(c) as u32);
         match pspec.name() {
             "model-width" => s.model_width.to_value(),
             "model-height" => s.model_height.to_value(),
             "model-colorspace" => s.colorspace.to_value(),
             "model-layout" => s.layout.to_value(),
             "model-dtype" => s.dtype.to_value(),
-            "letterbox" => s.letterbox.to_value(),
+            "letterbox" => (s.fit == ModelFit::Letterbox).to_value(),
+            "fit" => s.fit.to_value(),
+            "interpolation" => s.interpolation.to_value(),
+            "model-quant-scale" => s.quant_scale.to_value(),
+            "model-quant-zero-point" => s.quant_zero_point.to_value(),
+            "n-threads" => s.n_threads.to_value(),
             "fill-color" => s.fill_color.to_value(),
             "model-mean" => triplet(s.mean).to_value(),
             "model-std" => triplet(s.std).to_value(),
@@ -510,8 +664,11 @@ impl ObjectImpl for EdgeFirstTensor {
             "import-misses" => stats.misses.to_value(),
             "import-evictions" => stats.evictions.to_value(),
             // Passthrough is the only geometry this build negotiates: the picture fills the tensor.
-            "letterbox-scale" => geometry.map_or(0.0, |_| 1.0).to_value(),
-            "letterbox-top" | "letterbox-bottom" | "letterbox-left" | "letterbox-right" => 0u32.to_value(),
+            "letterbox-scale" => content.map_or(0.0, |c| c.scale).to_value(),
+            "letterbox-top" => pad(ContentRegion::pad_top).to_value(),
+            "letterbox-bottom" => pad(ContentRegion::pad_bottom).to_value(),
+            "letterbox-left" => pad(ContentRegion::pad_left).to_value(),
+            "letterbox-right" => pad(ContentRegion::pad_right).to_value(),
             other => unreachable!("no property {other}"),
         }
     }
@@ -561,14 +718,13 @@ impl ElementImpl for EdgeFirstTensor {
 }
 
 impl BaseTransformImpl for EdgeFirstTensor {
-    const MODE: gst_base::subclass::BaseTransformMode = gst_base::subclass::BaseTransformMode::AlwaysInPlace;
+    const MODE: gst_base::subclass::BaseTransformMode = gst_base::subclass::BaseTransformMode::Both;
     const PASSTHROUGH_ON_SAME_CAPS: bool = false;
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         let size = self.settings.lock().unwrap().import_cache_size as usize;
-        let mut st = self.state.lock().unwrap();
-        st.cache.set_capacity(size);
+        self.state.lock().unwrap().cache.set_capacity(size);
         Ok(())
     }
 
@@ -593,45 +749,31 @@ impl BaseTransformImpl for EdgeFirstTensor {
                 match direction {
                     gst::PadDirection::Sink => {
                         let (w, h) = (s.get::<i32>("width").ok(), s.get::<i32>("height").ok());
-                        let format = s.get::<&str>("format").ok().map(VideoFormat::from_string);
-                        let tensor = match (settings.model_width, settings.model_height, w, h) {
+                        let framerate = s.get::<gst::Fraction>("framerate").ok();
+                        let model = match (settings.model_width, settings.model_height, w, h) {
                             (mw, mh, _, _) if mw > 0 && mh > 0 => Some((mw, mh)),
                             (_, _, Some(w), Some(h)) => Some(settings.model_size(w as u32, h as u32)),
                             _ => None,
-                        }
-                        .map(|(mw, mh)| {
-                            settings.tensor_caps(mw, mh, s.get::<gst::Fraction>("framerate").ok()).to_caps()
-                        });
-                        // Frames that already are the model tensor offer tensors first; frames that
-                        // would need converting offer themselves first, so a permissive downstream
-                        // (fakesink) negotiates passthrough rather than a refused conversion.
-                        let ready = match (format, w, h) {
-                            (Some(f), Some(w), Some(h)) => {
-                                settings.conversion_needed(f, w as u32, h as u32).is_none()
-                            }
-                            _ => false,
                         };
-                        let image = gst::Caps::builder_full_with_features(features.to_owned())
-                            .structure(s.to_owned())
-                            .build();
-                        let mut ordered = vec![image];
-                        if let Some(t) = tensor {
-                            if ready {
-                                ordered.insert(0, t);
-                            } else {
-                                ordered.push(t);
+                        // The model tensor first: a permissive downstream gets what a model needs.
+                        if let Some((mw, mh)) = model {
+                            out.append(settings.tensor_caps(mw, mh, framerate).to_caps());
+                            if let Some(f) = settings.image_output() {
+                                let mut b = gst_video::VideoCapsBuilder::new()
+                                    .format(f)
+                                    .width(mw as i32)
+                                    .height(mh as i32);
+                                if let Some(r) = framerate {
+                                    b = b.framerate(r);
+                                }
+                                out.append(b.build());
                             }
                         }
-                        for c in ordered {
-                            out.append(c);
-                        }
+                        // Then the frame itself, untouched.
+                        out.append_structure_full(s.to_owned(), Some(features.to_owned()));
                     }
                     gst::PadDirection::Src => {
-                        if s.name() == "video/x-raw" {
-                            out.append_structure_full(s.to_owned(), Some(features.to_owned()));
-                        } else {
-                            out.append(self.obj().static_pad("sink").unwrap().pad_template_caps());
-                        }
+                        out.append(self.obj().static_pad("sink").unwrap().pad_template_caps());
                     }
                     _ => {}
                 }
@@ -650,24 +792,41 @@ impl BaseTransformImpl for EdgeFirstTensor {
             .ok_or_else(|| self.refuse(format!("{} is not an input format", info.format().to_str())))?;
         let settings = self.settings.lock().unwrap().clone();
         let s = outcaps.structure(0).ok_or_else(|| self.refuse("empty output caps".into()))?;
-        let (output, tensor) = if s.name() == "video/x-raw" {
+        let (w, h) = (info.width(), info.height());
+        // The input's YUV matrix; BT.601 limited where the caps say nothing usable.
+        let colorimetry = Colorimetry::from_gst_str(&info.colorimetry().to_string()).unwrap_or_default();
+        let spec = settings.spec(colorimetry);
+        let threads = settings.n_threads as usize;
+        let (output, tensor, dst) = if s.name() == "video/x-raw" {
             let out = gst_video::VideoInfo::from_caps(outcaps)
                 .map_err(|_| self.refuse(format!("bad {outcaps}")))?;
-            if (out.format(), out.width(), out.height()) != (info.format(), info.width(), info.height()) {
-                return Err(self.refuse(format!(
-                    "{} {}x{} → {} {}x{} needs the conversion engine, which this build does not have yet",
-                    info.format().to_str(),
-                    info.width(),
-                    info.height(),
-                    out.format().to_str(),
-                    out.width(),
-                    out.height()
-                )));
+            if (out.format(), out.width(), out.height()) == (info.format(), w, h) {
+                (Output::Image, None, None)
+            } else {
+                let colorspace = settings.colorspace;
+                if settings.image_output() != Some(out.format()) {
+                    return Err(self.refuse(format!(
+                        "video output {} is not the model input ({:?}, uint8, hwc, no normalization)",
+                        out.format().to_str(),
+                        colorspace
+                    )));
+                }
+                let layout =
+                    crate::video::frame_layout(&out, &gst_video::VideoAlignment::new(0, 0, 0, 0, &[0; 4]))
+                        .map_err(|e| self.refuse(e))?;
+                let mut d = DstLayout::dense(
+                    out.width() as usize,
+                    out.height() as usize,
+                    colorspace.convert(),
+                    false,
+                    DType::U8,
+                );
+                d.row_stride = layout.strides[0] as usize;
+                (Output::Image, None, Some(d))
             }
-            (Output::Image, None)
         } else {
             let asked = TensorCaps::from_structure(s).map_err(|e| self.refuse(e))?;
-            let ours = settings.tensor_caps(info.width(), info.height(), asked.framerate);
+            let ours = settings.tensor_caps(w, h, asked.framerate);
             if (asked.dtype, &asked.dims) != (ours.dtype, &ours.dims) {
                 return Err(self.refuse(format!(
                     "downstream asked for {} {} but the properties describe {} {}",
@@ -677,21 +836,49 @@ impl BaseTransformImpl for EdgeFirstTensor {
                     ours.dims_string()
                 )));
             }
-            if let Some(why) = settings.conversion_needed(info.format(), info.width(), info.height()) {
-                return Err(self.refuse(format!(
-                    "the model tensor {} {} needs conversion ({why}), and the conversion engine is not in this build yet",
-                    ours.dtype,
-                    ours.dims_string()
-                )));
-            }
-            (Output::Tensor, Some(ours))
+            let (mw, mh) = settings.model_size(w, h);
+            let dst = settings.conversion_needed(info.format(), w, h).map(|_| {
+                DstLayout::dense(
+                    mw as usize,
+                    mh as usize,
+                    settings.colorspace.convert(),
+                    settings.layout == ModelLayout::Chw,
+                    settings.dtype.dtype(),
+                )
+            });
+            (Output::Tensor, Some(ours), dst)
         };
-        gst::info!(CAT, imp = self, "{incaps} → {outcaps}: passthrough ({output:?})");
+        let converter = match dst {
+            Some(d) => Some(
+                Converter::new(format, w as usize, h as usize, d, &spec, threads)
+                    .map_err(|e| self.refuse(format!("cannot convert {incaps} → {outcaps}: {e}")))?,
+            ),
+            None => None,
+        };
+        gst::info!(
+            CAT,
+            imp = self,
+            "{incaps} → {outcaps}: {}",
+            if converter.is_some() { "converting" } else { "passthrough" }
+        );
+        let obj = self.obj();
+        obj.set_passthrough(false);
+        obj.set_in_place(converter.is_none());
         let mut st = self.state.lock().unwrap();
         // A new geometry or producer: cached imports must not keep its old buffers pinned.
         st.cache.flush();
-        st.negotiated = Some(Negotiated { info, format, output, tensor });
+        st.negotiated = Some(Negotiated { info, format, output, tensor, converter });
         Ok(())
+    }
+
+    fn transform_size(
+        &self,
+        _direction: gst::PadDirection,
+        _caps: &gst::Caps,
+        _size: usize,
+        othercaps: &gst::Caps,
+    ) -> Option<usize> {
+        output_size(othercaps)
     }
 
     fn propose_allocation(
@@ -707,6 +894,28 @@ impl BaseTransformImpl for EdgeFirstTensor {
         Ok(())
     }
 
+    /// Converted frames are always written into an edgefirst pool buffer (a DMA-BUF where the
+    /// machine has a heap), whatever downstream offered: the tensor is never copied afterwards.
+    fn decide_allocation(&self, query: &mut gst::query::Allocation) -> Result<(), gst::LoggableError> {
+        let (Some(caps), _) = query.get() else {
+            return Err(gst::loggable_error!(CAT, "allocation query without caps"));
+        };
+        let caps = caps.to_owned();
+        let size = output_size(&caps).ok_or_else(|| gst::loggable_error!(CAT, "no size for {caps}"))?;
+        let pool = crate::BufferPool::new();
+        let mut config = pool.config();
+        config.set_params(Some(&caps), size as u32, 2, 0);
+        config.add_option(gst_video::BUFFER_POOL_OPTION_VIDEO_META);
+        pool.set_config(config)
+            .map_err(|e| gst::loggable_error!(CAT, "edgefirst pool refused {caps}: {e}"))?;
+        let size = pool.config().params().map_or(size as u32, |p| p.1);
+        while query.allocation_pools().len() > 0 {
+            query.remove_nth_allocation_pool(0);
+        }
+        query.add_allocation_pool(Some(&pool), size, 2, 0);
+        self.parent_decide_allocation(query)
+    }
+
     fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
         let mut st = self.state.lock().unwrap();
         let st = &mut *st;
@@ -714,10 +923,7 @@ impl BaseTransformImpl for EdgeFirstTensor {
             gst::element_imp_error!(self, gst::CoreError::Negotiation, ["buffer before caps"]);
             return Err(gst::FlowError::NotNegotiated);
         };
-        let layout = self.buffer_layout(buf, neg).map_err(|e| {
-            gst::element_imp_error!(self, gst::StreamError::Format, ["bad input frame: {}", e]);
-            gst::FlowError::Error
-        })?;
+        let layout = self.checked_layout(buf, neg)?;
         if neg.output == Output::Tensor {
             let dense = neg.format.min_row_stride(neg.info.width() as usize, 1);
             if layout.strides[0] as usize != dense {
@@ -725,7 +931,7 @@ impl BaseTransformImpl for EdgeFirstTensor {
                     self,
                     gst::StreamError::Format,
                     [
-                        "frame rows are padded (stride {} for {} bytes of pixels); other/tensors consumers expect dense rows, which needs the conversion engine",
+                        "frame rows are padded (stride {} for {} bytes of pixels) and other/tensors consumers expect dense rows; set model-width/model-height or another model property so the frame is converted",
                         layout.strides[0],
                         dense
                     ]
@@ -733,12 +939,112 @@ impl BaseTransformImpl for EdgeFirstTensor {
                 return Err(gst::FlowError::Error);
             }
         }
-        let buffer_id = Self::import(&mut st.cache, buf, neg, &layout).map_err(|e| {
-            gst::element_imp_error!(self, gst::StreamError::Format, ["cannot import the frame: {}", e]);
-            gst::FlowError::Error
-        })?;
-        let info = Self::tensor_info(neg, &layout, buffer_id.unwrap_or(0));
+        let buffer_id = self.import_frame(&mut st.cache, buf, neg, &layout)?;
+        let info = Self::passthrough_info(neg, &layout, buffer_id);
         TensorMeta::add(buf, &info);
         Ok(gst::FlowSuccess::Ok)
+    }
+
+    fn transform(
+        &self,
+        inbuf: &gst::Buffer,
+        outbuf: &mut gst::BufferRef,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let mut st = self.state.lock().unwrap();
+        let st = &mut *st;
+        let Some(neg) = st.negotiated.as_ref() else {
+            gst::element_imp_error!(self, gst::CoreError::Negotiation, ["buffer before caps"]);
+            return Err(gst::FlowError::NotNegotiated);
+        };
+        let Some(conv) = neg.converter.as_ref() else {
+            gst::element_imp_error!(self, gst::CoreError::Failed, ["converting without a converter"]);
+            return Err(gst::FlowError::Error);
+        };
+        let layout = self.checked_layout(inbuf, neg)?;
+        let buffer_id = self.import_frame(&mut st.cache, inbuf, neg, &layout)?;
+        // The frame is read in place (DMA-BUF or system memory) through its GstVideoMeta planes.
+        let frame =
+            gst_video::VideoFrameRef::from_buffer_ref_readable(inbuf.as_ref(), &neg.info).map_err(|e| {
+                gst::element_imp_error!(
+                    self,
+                    gst::StreamError::Format,
+                    ["cannot map the input frame: {}", e]
+                );
+                gst::FlowError::Error
+            })?;
+        let mut planes: [(&[u8], usize); 3] = [(&[], 0); 3];
+        for (p, plane) in planes.iter_mut().enumerate().take(neg.format.num_planes()) {
+            let data = frame.plane_data(p as u32).map_err(|e| {
+                gst::element_imp_error!(self, gst::StreamError::Format, ["input plane {}: {}", p, e]);
+                gst::FlowError::Error
+            })?;
+            *plane = (data, frame.plane_stride()[p] as usize);
+        }
+        let src = SrcImage {
+            format: neg.format,
+            width: neg.info.width() as usize,
+            height: neg.info.height() as usize,
+            planes,
+        };
+        if let Some(m) = outbuf.meta::<gst_video::VideoMeta>() {
+            if m.stride()[0] as usize != conv.dst().row_stride {
+                gst::element_imp_error!(
+                    self,
+                    gst::CoreError::Failed,
+                    ["output stride {} is not the planned {}", m.stride()[0], conv.dst().row_stride]
+                );
+                return Err(gst::FlowError::Error);
+            }
+        }
+        {
+            let mut map = outbuf.map_writable().map_err(|_| {
+                gst::element_imp_error!(self, gst::CoreError::Failed, ["cannot map the output buffer"]);
+                gst::FlowError::Error
+            })?;
+            conv.convert(&src, &mut map).map_err(|e| {
+                gst::element_imp_error!(self, gst::StreamError::Format, ["conversion failed: {}", e]);
+                gst::FlowError::Error
+            })?;
+        }
+        drop(frame);
+        let quant = self.settings.lock().unwrap().spec(Colorimetry::default()).quantization;
+        let info = Self::converted_info(neg, conv, buffer_id, quant);
+        TensorMeta::add(outbuf, &info);
+        Ok(gst::FlowSuccess::Ok)
+    }
+}
+
+/// Bytes of one output buffer for `caps`: a dense tensor, or a frame in the pool's layout.
+fn output_size(caps: &gst::Caps) -> Option<usize> {
+    let s = caps.structure(0)?;
+    if s.name() == TENSORS_MEDIA_TYPE {
+        let t = TensorCaps::from_structure(s).ok()?;
+        return Some(t.dims.iter().product::<usize>() * t.dtype.size());
+    }
+    let info = gst_video::VideoInfo::from_caps(caps).ok()?;
+    crate::video::frame_layout(&info, &gst_video::VideoAlignment::new(0, 0, 0, 0, &[0; 4]))
+        .ok()
+        .map(|l| l.size)
+}
+
+impl EdgeFirstTensor {
+    fn checked_layout(&self, buf: &gst::BufferRef, neg: &Negotiated) -> Result<BufferLayout, gst::FlowError> {
+        self.buffer_layout(buf, neg).map_err(|e| {
+            gst::element_imp_error!(self, gst::StreamError::Format, ["bad input frame: {}", e]);
+            gst::FlowError::Error
+        })
+    }
+
+    fn import_frame(
+        &self,
+        cache: &mut ImportCache<ImportGeometry, TensorDyn>,
+        buf: &gst::BufferRef,
+        neg: &Negotiated,
+        layout: &BufferLayout,
+    ) -> Result<u64, gst::FlowError> {
+        Self::import(cache, buf, neg, layout).map(|id| id.unwrap_or(0)).map_err(|e| {
+            gst::element_imp_error!(self, gst::StreamError::Format, ["cannot import the frame: {}", e]);
+            gst::FlowError::Error
+        })
     }
 }

@@ -28,6 +28,16 @@ pub enum ModelColorspace {
 }
 
 impl ModelColorspace {
+    pub fn convert(self) -> edgefirst_tensor::convert::Colorspace {
+        use edgefirst_tensor::convert::Colorspace as C;
+        match self {
+            ModelColorspace::Rgb => C::Rgb,
+            ModelColorspace::Bgr => C::Bgr,
+            ModelColorspace::Gray => C::Gray,
+            ModelColorspace::Rgba => C::Rgba,
+        }
+    }
+
     pub fn channels(self) -> usize {
         match self {
             ModelColorspace::Gray => 1,
@@ -92,6 +102,41 @@ impl ModelDtype {
     pub fn dtype(self) -> edgefirst_tensor::DType {
         edgefirst_tensor::DType::ALL[self as usize]
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, glib::Enum)]
+#[repr(u32)]
+#[enum_type(name = "GstEdgeFirstModelFit")]
+pub enum ModelFit {
+    #[default]
+    #[enum_value(name = "Keep the aspect ratio, pad with fill-color", nick = "letterbox")]
+    Letterbox = 0,
+    #[enum_value(name = "Scale each axis to the model size", nick = "stretch")]
+    Stretch = 1,
+    #[enum_value(name = "Keep the aspect ratio, crop the centre", nick = "center-crop")]
+    CenterCrop = 2,
+}
+
+impl ModelFit {
+    pub fn fit_mode(self) -> edgefirst_tensor::preprocess::FitMode {
+        use edgefirst_tensor::preprocess::FitMode;
+        match self {
+            ModelFit::Letterbox => FitMode::Letterbox,
+            ModelFit::Stretch => FitMode::Stretch,
+            ModelFit::CenterCrop => FitMode::CenterCrop,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, glib::Enum)]
+#[repr(u32)]
+#[enum_type(name = "GstEdgeFirstInterpolation")]
+pub enum ModelInterpolation {
+    #[default]
+    #[enum_value(name = "Bilinear", nick = "bilinear")]
+    Bilinear = 0,
+    #[enum_value(name = "Nearest neighbour", nick = "nearest")]
+    Nearest = 1,
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {

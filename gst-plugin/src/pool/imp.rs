@@ -16,7 +16,8 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
 });
 
 struct Config {
-    info: gst_video::VideoInfo,
+    /// None for non-video caps (other/tensors): plain buffers of the config's size.
+    info: Option<gst_video::VideoInfo>,
     layout: FrameLayout,
     allocator: gst::Allocator,
     params: gst::AllocationParams,
@@ -127,28 +128,34 @@ impl BufferPoolImpl for BufferPool {
     }
 
     fn set_config(&self, config: &mut gst::BufferPoolConfigRef) -> bool {
-        let Some((Some(caps), _size, min, max)) = config.params() else {
+        let Some((Some(caps), size, min, max)) = config.params() else {
             gst::error!(CAT, imp = self, "config has no caps");
             return false;
         };
-        let info = match gst_video::VideoInfo::from_caps(&caps) {
-            Ok(info) => info,
-            Err(_) => {
-                gst::error!(CAT, imp = self, "not video caps: {caps}");
+        let video = caps.structure(0).is_some_and(|s| s.name() == "video/x-raw");
+        let (info, layout) = if video {
+            let Ok(info) = gst_video::VideoInfo::from_caps(&caps) else {
+                gst::error!(CAT, imp = self, "bad video caps: {caps}");
                 return false;
+            };
+            let align = if config.has_option(gst_video::BUFFER_POOL_OPTION_VIDEO_ALIGNMENT) {
+                config.video_alignment().unwrap_or_else(default_alignment)
+            } else {
+                default_alignment()
+            };
+            match frame_layout(&info, &align) {
+                Ok(l) => (Some(info), l),
+                Err(e) => {
+                    gst::error!(CAT, imp = self, "{e}");
+                    return false;
+                }
             }
-        };
-        let align = if config.has_option(gst_video::BUFFER_POOL_OPTION_VIDEO_ALIGNMENT) {
-            config.video_alignment().unwrap_or_else(default_alignment)
+        } else if size > 0 {
+            // Tensors and other non-video media: the caller states the size.
+            (None, FrameLayout { offsets: vec![0], strides: vec![0], size: size as usize })
         } else {
-            default_alignment()
-        };
-        let layout = match frame_layout(&info, &align) {
-            Ok(l) => l,
-            Err(e) => {
-                gst::error!(CAT, imp = self, "{e}");
-                return false;
-            }
+            gst::error!(CAT, imp = self, "non-video caps {caps} need a buffer size in the config");
+            return false;
         };
         // Honour a named allocator only when it is one of ours; anything else could not give the
         // memory this pool promises (DMA-BUF or memfd with a real fd).
@@ -220,19 +227,21 @@ impl BufferPoolImpl for BufferPool {
         {
             let b = buffer.get_mut().expect("new buffer");
             b.append_memory(memory);
-            gst_video::VideoMeta::add_full(
-                b,
-                gst_video::VideoFrameFlags::empty(),
-                cfg.info.format(),
-                cfg.info.width(),
-                cfg.info.height(),
-                &cfg.layout.offsets,
-                &cfg.layout.strides,
-            )
-            .map_err(|e| {
-                gst::error!(CAT, imp = self, "cannot add video meta: {e}");
-                gst::FlowError::Error
-            })?;
+            if let Some(info) = &cfg.info {
+                gst_video::VideoMeta::add_full(
+                    b,
+                    gst_video::VideoFrameFlags::empty(),
+                    info.format(),
+                    info.width(),
+                    info.height(),
+                    &cfg.layout.offsets,
+                    &cfg.layout.strides,
+                )
+                .map_err(|e| {
+                    gst::error!(CAT, imp = self, "cannot add video meta: {e}");
+                    gst::FlowError::Error
+                })?;
+            }
         }
         let s = &mut inner.stats;
         s.allocated_buffers += 1;

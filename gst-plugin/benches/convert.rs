@@ -1,0 +1,135 @@
+//! Per-frame cost of turning a 1920×1080 camera frame into a 640×640 letterboxed RGB model input:
+//! edgefirsttensor (uint8, int8, float32 with mean/std) against the stock GStreamer chains that
+//! produce the same picture, and against a memcpy of the same input + output bytes, all measured
+//! in this one process. Run with `cargo bench -p gstedgefirst --bench convert` (release build);
+//! the table goes into docs/benchmarks.md.
+
+use gst::prelude::*;
+use std::time::Instant;
+
+const W: u32 = 1920;
+const H: u32 = 1080;
+const FRAMES: usize = 120;
+const WARMUP: usize = 10;
+
+/// ms per frame of `chain` between an appsrc pushing one prepared frame repeatedly and a fakesink.
+fn measure(format: &str, chain: &str) -> f64 {
+    let info = gst_video::VideoInfo::builder(gst_video::VideoFormat::from_string(format), W, H)
+        .fps(gst::Fraction::new(30, 1))
+        .build()
+        .unwrap();
+    let pipeline =
+        gst::parse::launch(&format!("appsrc name=src format=time ! {chain} ! fakesink name=sink sync=false"))
+            .unwrap_or_else(|e| panic!("{chain}: {e}"))
+            .downcast::<gst::Pipeline>()
+            .unwrap();
+    let src = pipeline.by_name("src").unwrap().downcast::<gst_app::AppSrc>().unwrap();
+    src.set_caps(Some(&info.to_caps().unwrap()));
+    src.set_max_buffers(4);
+    src.set_block(true);
+    let mut frame = gst::Buffer::with_size(info.size()).unwrap();
+    {
+        let mut m = frame.get_mut().unwrap().map_writable().unwrap();
+        for (i, b) in m.iter_mut().enumerate() {
+            *b = ((i * 131) ^ (i >> 11)) as u8;
+        }
+    }
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    {
+        let done = done.clone();
+        pipeline.by_name("sink").unwrap().static_pad("sink").unwrap().add_probe(
+            gst::PadProbeType::BUFFER,
+            move |_, _| {
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                gst::PadProbeReturn::Ok
+            },
+        );
+    }
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let mut start = Instant::now();
+    for i in 0..WARMUP + FRAMES {
+        if i == WARMUP {
+            while done.load(std::sync::atomic::Ordering::SeqCst) < WARMUP {
+                std::thread::yield_now();
+            }
+            start = Instant::now();
+        }
+        let mut b = frame.copy();
+        b.get_mut().unwrap().set_pts(gst::ClockTime::from_mseconds(33 * i as u64));
+        src.push_buffer(b).unwrap();
+    }
+    src.end_of_stream().unwrap();
+    let bus = pipeline.bus().unwrap();
+    let msg = bus
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(300),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        )
+        .unwrap();
+    let elapsed = start.elapsed();
+    if let gst::MessageView::Error(e) = msg.view() {
+        panic!("{chain}: {} {:?}", e.error(), e.debug());
+    }
+    pipeline.set_state(gst::State::Null).unwrap();
+    elapsed.as_secs_f64() * 1000.0 / FRAMES as f64
+}
+
+/// ms to copy the input frame and the output tensor once (the floor any conversion pays to touch
+/// its bytes).
+fn memcpy_floor(input: usize, output: usize) -> f64 {
+    let a = vec![1u8; input];
+    let mut b = vec![0u8; input];
+    let c = vec![1u8; output];
+    let mut d = vec![0u8; output];
+    let start = Instant::now();
+    for _ in 0..FRAMES {
+        b.copy_from_slice(std::hint::black_box(&a));
+        d.copy_from_slice(std::hint::black_box(&c));
+    }
+    std::hint::black_box((&b, &d));
+    start.elapsed().as_secs_f64() * 1000.0 / FRAMES as f64
+}
+
+fn main() {
+    gst::init().unwrap();
+    gstedgefirst::plugin_register_static().unwrap();
+    let ours = |dtype: &str, extra: &str| {
+        format!("edgefirsttensor model-width=640 model-height=640 model-dtype={dtype} {extra} n-threads=1 ! other/tensors")
+    };
+    let out = "video/x-raw,format=RGB,width=640,height=640";
+    println!("| input | chain | ms/frame | vs videoconvertscale | vs videoscale ! videoconvert |");
+    println!("|---|---|---:|---:|---:|");
+    for format in ["NV12", "YUY2", "RGBA"] {
+        let stock_vcs = measure(format, &format!("videoconvertscale add-borders=true n-threads=1 ! {out}"));
+        let stock_vs = measure(
+            format,
+            &format!("videoscale add-borders=true n-threads=1 ! video/x-raw,width=640,height=640 ! videoconvert n-threads=1 ! {out}"),
+        );
+        let stock_vcs_mt = measure(format, &format!("videoconvertscale add-borders=true ! {out}"));
+        let stock_vs_mt = measure(
+            format,
+            &format!("videoscale add-borders=true ! video/x-raw,width=640,height=640 ! videoconvert ! {out}"),
+        );
+        let rows: Vec<(String, f64)> = vec![
+            ("videoconvertscale n-threads=1".into(), stock_vcs),
+            ("videoscale ! videoconvert n-threads=1".into(), stock_vs),
+            ("videoconvertscale (default threads)".into(), stock_vcs_mt),
+            ("videoscale ! videoconvert (default threads)".into(), stock_vs_mt),
+            ("edgefirsttensor uint8".into(), measure(format, &ours("uint8", ""))),
+            ("edgefirsttensor int8".into(), measure(format, &ours("int8", ""))),
+            (
+                "edgefirsttensor float32 + mean/std".into(),
+                measure(format, &ours("float32", "model-mean=0.485,0.456,0.406 model-std=0.229,0.224,0.225")),
+            ),
+        ];
+        let in_bytes = gst_video::VideoInfo::builder(gst_video::VideoFormat::from_string(format), W, H)
+            .build()
+            .unwrap()
+            .size();
+        let floor = memcpy_floor(in_bytes, 640 * 640 * 3);
+        for (name, ms) in rows.iter().chain(std::iter::once(&("memcpy of input + output".to_string(), floor)))
+        {
+            println!("| {format} | {name} | {ms:.3} | {:.2}x | {:.2}x |", stock_vcs / ms, stock_vs / ms);
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! The conversion engine alone (no GStreamer), 1920×1080 → 640×640 letterboxed RGB: the best of
+//! 60 runs per case, so a loaded machine still gives a repeatable figure. Optional argument: one
+//! case, e.g. `Nv12U8`. `EDGEFIRST_CONVERT_NO_SIMD=1` measures the baseline kernels.
+//!
+//!     cargo run --release -p edgefirst-tensor --example convert-speed
+
+use edgefirst_tensor::convert::{Colorspace, ConvertSpec, Converter, DstLayout, SrcImage};
+use edgefirst_tensor::{DType, PixelFormat};
+fn main() {
+    let (w, h) = (1920, 1080);
+    let src = vec![77u8; w * h * 4];
+    for (f, dt) in
+        [(PixelFormat::Nv12, DType::U8), (PixelFormat::Nv12, DType::F32), (PixelFormat::Rgba, DType::U8)]
+    {
+        if let Some(only) = std::env::args().nth(1) {
+            if format!("{f:?}{dt:?}") != only {
+                continue;
+            }
+        }
+        let dst = DstLayout::dense(640, 640, Colorspace::Rgb, false, dt);
+        let c = Converter::new(f, w, h, dst, &ConvertSpec::default(), 1).unwrap();
+        let planes = if f == PixelFormat::Nv12 {
+            [(&src[..], w), (&src[w * h..], w), (&[][..], 0)]
+        } else {
+            [(&src[..], w * 4), (&[][..], 0), (&[][..], 0)]
+        };
+        let img = SrcImage { format: f, width: w, height: h, planes };
+        let mut out = vec![0u8; dst.bytes()];
+        for _ in 0..5 {
+            c.convert(&img, &mut out).unwrap();
+        }
+        let mut best = f64::MAX;
+        for _ in 0..60 {
+            let t = std::time::Instant::now();
+            c.convert(&img, &mut out).unwrap();
+            best = best.min(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        println!("{f:?} {dt:?}: min {best:.3} ms");
+    }
+}

@@ -1,0 +1,475 @@
+//! The per-row work. Loops run over contiguous f32 rows so the compiler vectorizes them: the
+//! whole row body is compiled twice on x86_64, for the baseline (SSE2) and for AVX2+FMA, and the
+//! converter picks one when it is built; aarch64 gets NEON from its baseline. The horizontal pass's
+//! scattered reads use AVX2 gathers, which measured as the largest single win (a frame's time was
+//! mostly scalar tap loads before).
+
+// The channel and plane loops index several parallel arrays at once; iterating one of them would
+// only hide the others.
+#![allow(clippy::needless_range_loop)]
+
+use super::{Colorspace, Converter, Scratch, SrcImage, SrcKind};
+use crate::dtype::{f16, DType};
+use std::ops::Range;
+
+#[derive(Clone, Copy)]
+pub(super) struct SendPtr(pub(super) *mut u8);
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
+
+/// BT.601 luma weights: the one definition of gray output for every source.
+#[inline(always)]
+pub(super) fn gray(r: f32, g: f32, b: f32) -> f32 {
+    0.299 * r + 0.587 * g + 0.114 * b
+}
+
+/// Conversion of a finished f32 value to the stored element: integers round half away from zero
+/// and saturate (`as` saturates and maps NaN to 0; adding ±0.5 before the truncating cast avoids a
+/// libm `roundf` call that no SSE2 loop can vectorize); floats are stored as they are.
+pub(super) trait Out: Copy {
+    fn from_f32(v: f32) -> Self;
+}
+
+macro_rules! int_out {
+    ($($t:ty),*) => {$(
+        impl Out for $t {
+            #[inline(always)]
+            fn from_f32(v: f32) -> Self {
+                (v + 0.5f32.copysign(v)) as $t
+            }
+        }
+    )*};
+}
+int_out!(u8, i8, u16, i16, u32, i32, u64, i64);
+
+impl Out for f32 {
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+}
+impl Out for f64 {
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        v as f64
+    }
+}
+impl Out for f16 {
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+}
+
+/// Write `T::from_f32(v)` as native-endian bytes.
+#[inline(always)]
+fn put<T: Out>(out: &mut [u8], v: f32) {
+    let t = T::from_f32(v);
+    let n = std::mem::size_of::<T>();
+    // Plain-old-data: the value's bytes are the element's bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(&t as *const T as *const u8, n) };
+    out[..n].copy_from_slice(bytes);
+}
+
+/// The content pixels of one row: `chans[c][x] * scale[c] + bias[c]` stored interleaved (hwc,
+/// `C` channels, one pass over x) or into each channel's plane (chw).
+#[inline(always)]
+fn store_row<T: Out, const C: usize>(c: &Converter, dst: SendPtr, y: usize, chans: &[Vec<f32>; 4]) {
+    let d = &c.dst;
+    let n = c.content.rect.width;
+    let x0 = c.content.rect.x;
+    let esz = std::mem::size_of::<T>();
+    if d.chw {
+        for ch in 0..C {
+            let start = ch * d.plane_stride + y * d.row_stride + x0 * esz;
+            // This band owns row y of every plane.
+            let out = unsafe { std::slice::from_raw_parts_mut(dst.0.add(start), n * esz) };
+            let (sc, bi) = (c.scale[ch], c.bias[ch]);
+            for (o, &v) in out.chunks_exact_mut(esz).zip(&chans[ch][..n]) {
+                put::<T>(o, v * sc + bi);
+            }
+        }
+    } else {
+        let start = y * d.row_stride + x0 * C * esz;
+        let out = unsafe { std::slice::from_raw_parts_mut(dst.0.add(start), n * C * esz) };
+        for (x, px) in out.chunks_exact_mut(C * esz).enumerate() {
+            for ch in 0..C {
+                put::<T>(&mut px[ch * esz..], chans[ch][x] * c.scale[ch] + c.bias[ch]);
+            }
+        }
+    }
+}
+
+/// 8-bit outputs: each channel is rounded and saturated in its own contiguous (vectorized) pass,
+/// then the bytes are interleaved; converting and interleaving in one loop kept every element in
+/// a scalar register.
+#[inline(always)]
+fn store_bytes<const C: usize>(
+    c: &Converter,
+    dst: SendPtr,
+    y: usize,
+    chans: &[Vec<f32>; 4],
+    bytes: &mut [Vec<u8>; 4],
+) {
+    let d = &c.dst;
+    let n = c.content.rect.width;
+    let x0 = c.content.rect.x;
+    let (lo, hi) = if d.dtype == DType::I8 { (-128.0f32, 127.0f32) } else { (0.0, 255.0) };
+    for ch in 0..C {
+        let (sc, bi) = (c.scale[ch], c.bias[ch]);
+        for (o, &v) in bytes[ch][..n].iter_mut().zip(&chans[ch][..n]) {
+            let v = v * sc + bi;
+            let r = (v + 0.5f32.copysign(v)).clamp(lo, hi);
+            // Finite and in range: every input is a byte and the plan validated scale and bias,
+            // so the unchecked conversion (one vector instruction, where `as` needs a NaN test
+            // per element) is exact.
+            debug_assert!(r.is_finite());
+            *o = unsafe { r.to_int_unchecked::<i32>() } as u8;
+        }
+    }
+    if d.chw {
+        for ch in 0..C {
+            let at = ch * d.plane_stride + y * d.row_stride + x0;
+            unsafe { std::ptr::copy_nonoverlapping(bytes[ch].as_ptr(), dst.0.add(at), n) };
+        }
+    } else {
+        let out = unsafe { std::slice::from_raw_parts_mut(dst.0.add(y * d.row_stride + x0 * C), n * C) };
+        for (x, px) in out.chunks_exact_mut(C).enumerate() {
+            for ch in 0..C {
+                px[ch] = bytes[ch][x];
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn store_content(c: &Converter, dst: SendPtr, y: usize, chans: &[Vec<f32>; 4], bytes: &mut [Vec<u8>; 4]) {
+    if matches!(c.dst.dtype, DType::U8 | DType::I8) {
+        return match c.dst.colorspace.channels() {
+            1 => store_bytes::<1>(c, dst, y, chans, bytes),
+            3 => store_bytes::<3>(c, dst, y, chans, bytes),
+            _ => store_bytes::<4>(c, dst, y, chans, bytes),
+        };
+    }
+    macro_rules! by_channels {
+        ($t:ty) => {
+            match c.dst.colorspace.channels() {
+                1 => store_row::<$t, 1>(c, dst, y, chans),
+                3 => store_row::<$t, 3>(c, dst, y, chans),
+                _ => store_row::<$t, 4>(c, dst, y, chans),
+            }
+        };
+    }
+    match c.dst.dtype {
+        DType::U8 => by_channels!(u8),
+        DType::I8 => by_channels!(i8),
+        DType::U16 => by_channels!(u16),
+        DType::I16 => by_channels!(i16),
+        DType::U32 => by_channels!(u32),
+        DType::I32 => by_channels!(i32),
+        DType::U64 => by_channels!(u64),
+        DType::I64 => by_channels!(i64),
+        DType::F16 => by_channels!(f16),
+        DType::F32 => by_channels!(f32),
+        DType::F64 => by_channels!(f64),
+    }
+}
+
+/// One destination row of padding, per channel plane for chw (or the interleaved row for hwc),
+/// already in the output type: padding is a copy, not a conversion, per frame.
+pub(super) fn fill_row(c: &Converter) -> Vec<u8> {
+    let d = &c.dst;
+    let channels = d.colorspace.channels();
+    let esz = d.dtype.size();
+    let mut one = vec![0u8; channels * esz];
+    for ch in 0..channels {
+        let v = c.fill[ch];
+        let o = &mut one[ch * esz..];
+        match d.dtype {
+            DType::U8 => put::<u8>(o, v),
+            DType::I8 => put::<i8>(o, v),
+            DType::U16 => put::<u16>(o, v),
+            DType::I16 => put::<i16>(o, v),
+            DType::U32 => put::<u32>(o, v),
+            DType::I32 => put::<i32>(o, v),
+            DType::U64 => put::<u64>(o, v),
+            DType::I64 => put::<i64>(o, v),
+            DType::F16 => put::<f16>(o, v),
+            DType::F32 => put::<f32>(o, v),
+            DType::F64 => put::<f64>(o, v),
+        }
+    }
+    if d.chw {
+        // Channel-major: the row of channel ch is at ch * width * esz.
+        let mut row = vec![0u8; channels * d.width * esz];
+        for ch in 0..channels {
+            for x in 0..d.width {
+                row[(ch * d.width + x) * esz..][..esz].copy_from_slice(&one[ch * esz..][..esz]);
+            }
+        }
+        row
+    } else {
+        one.repeat(d.width)
+    }
+}
+
+/// Copy padding pixels `x0..x0 + n` of row `y` from the prepared fill row.
+fn pad(c: &Converter, dst: SendPtr, y: usize, x0: usize, n: usize) {
+    if n == 0 {
+        return;
+    }
+    let d = &c.dst;
+    let esz = d.dtype.size();
+    let channels = d.colorspace.channels();
+    let fill = &c.fill_row;
+    if d.chw {
+        for ch in 0..channels {
+            let src = &fill[(ch * d.width + x0) * esz..][..n * esz];
+            let at = ch * d.plane_stride + y * d.row_stride + x0 * esz;
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.0.add(at), src.len()) };
+        }
+    } else {
+        let src = &fill[x0 * channels * esz..][..n * channels * esz];
+        let at = y * d.row_stride + x0 * channels * esz;
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.0.add(at), src.len()) };
+    }
+}
+
+/// Convert destination rows `rows` of `src` into `dst`, with the widest vector unit this CPU has.
+///
+/// # Safety
+/// `dst` points at `c.dst.bytes()` writable bytes, and no other thread writes these rows.
+pub(super) unsafe fn rows(
+    c: &Converter,
+    src: &SrcImage<'_>,
+    dst: SendPtr,
+    rows: Range<usize>,
+    s: &mut Scratch,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if c.avx2 {
+        // Checked once per converter: the CPU has AVX2 and FMA.
+        return unsafe { rows_avx2(c, src, dst, rows, s) };
+    }
+    rows_generic(c, src, dst, rows, s)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rows_avx2(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usize>, s: &mut Scratch) {
+    rows_generic(c, src, dst, rows, s)
+}
+
+#[inline(always)]
+fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usize>, s: &mut Scratch) {
+    let rect = c.content.rect;
+    for y in rows {
+        if y < rect.y || y >= rect.y + rect.height {
+            pad(c, dst, y, 0, c.dst.width);
+            continue;
+        }
+        let cy = y - rect.y;
+        // Vertical pass: each plane's needed bytes of the two source rows, blended. A row that
+        // falls exactly on a source row (weight 0: every row of an integer-ratio downscale) is
+        // not converted at all with AVX2: the horizontal pass gathers its bytes directly.
+        let mut direct: [Option<&[u8]>; 3] = [None; 3];
+        for p in 0..c.format.num_planes() {
+            let (lo, hi) = c.plane_window[p];
+            if hi <= lo {
+                continue;
+            }
+            let axis = if c.plane_chroma_rows[p] { &c.rows_chroma } else { &c.rows_luma };
+            let (bytes, stride) = src.planes[p];
+            let (s0, s1) = (axis.i0[cy] * stride, axis.i1[cy] * stride);
+            let w = axis.w[cy];
+            // Dword gathers read up to 3 bytes past the last tap: only where the plane has them.
+            if c.avx2 && w == 0.0 && s0 + hi + 3 <= bytes.len() {
+                direct[p] = Some(&bytes[s0 + lo..]);
+                continue;
+            }
+            let (r0, r1) = (&bytes[s0 + lo..s0 + hi], &bytes[s1 + lo..s1 + hi]);
+            let out = &mut s.vrows[p][..hi - lo];
+            if w == 0.0 {
+                for (o, &a) in out.iter_mut().zip(r0) {
+                    *o = a as f32;
+                }
+            } else {
+                for ((o, &a), &b) in out.iter_mut().zip(r0).zip(r1) {
+                    let a = a as f32;
+                    *o = a + w * (b as f32 - a);
+                }
+            }
+        }
+        // Horizontal pass: every component sampled at every content column. The tap indices were
+        // built inside each plane's window, which is what `vrows` (or the direct row) holds.
+        for (k, comp) in c.comps.iter().enumerate() {
+            let (i0, i1) = &c.taps[k];
+            let w = if comp.chroma { &c.weights_chroma } else { &c.weights_luma };
+            let single = if comp.chroma { c.chroma_on_samples } else { c.luma_on_samples };
+            match direct[comp.plane] {
+                Some(bytes) => {
+                    // The plan's largest tap plus the 3 bytes a dword gather reads past it.
+                    assert!(c.tap_max[k] as usize + 4 <= bytes.len(), "dword gathers stay inside the row");
+                    horizontal_bytes(bytes, i0, i1, w, single, &mut s.comps[k])
+                }
+                None => horizontal(c.avx2, &s.vrows[comp.plane], i0, i1, w, single, &mut s.comps[k]),
+            }
+        }
+        colour(c, s);
+        store_content(c, dst, y, &s.chans, &mut s.bytes);
+        pad(c, dst, y, 0, rect.x);
+        pad(c, dst, y, rect.x + rect.width, c.dst.width - rect.x - rect.width);
+    }
+}
+
+/// Source components → output channels on 0..255, clamped (limited-range YUV overshoots).
+#[inline(always)]
+fn colour(c: &Converter, s: &mut Scratch) {
+    let [c0, c1, c2, c3] = &mut s.chans;
+    let comps = &s.comps;
+    let clamp = |v: f32| v.clamp(0.0, 255.0);
+    let rgb_to = |r: f32, g: f32, b: f32| match c.dst.colorspace {
+        Colorspace::Gray => (gray(r, g, b), 0.0, 0.0),
+        _ => (r, g, b),
+    };
+    match c.kind {
+        SrcKind::Yuv => {
+            let (m, o) = (&c.matrix, &c.offsets);
+            for i in 0..comps[0].len() {
+                let (y, u, v) = (comps[0][i] - o[0], comps[1][i] - o[1], comps[2][i] - o[2]);
+                let r = clamp(m[0][0] * y + m[0][1] * u + m[0][2] * v);
+                let g = clamp(m[1][0] * y + m[1][1] * u + m[1][2] * v);
+                let b = clamp(m[2][0] * y + m[2][1] * u + m[2][2] * v);
+                (c0[i], c1[i], c2[i]) = rgb_to(r, g, b);
+            }
+        }
+        SrcKind::Rgb { .. } => {
+            for i in 0..comps[0].len() {
+                (c0[i], c1[i], c2[i]) = rgb_to(comps[0][i], comps[1][i], comps[2][i]);
+            }
+        }
+        SrcKind::Gray => {
+            for i in 0..comps[0].len() {
+                let v = comps[0][i];
+                (c0[i], c1[i], c2[i]) = (v, v, v);
+            }
+        }
+    }
+    if c.dst.colorspace == Colorspace::Bgr {
+        std::mem::swap(c0, c2);
+    }
+    if c.dst.colorspace == Colorspace::Rgba {
+        match c.kind {
+            SrcKind::Rgb { alpha: true } => c3.copy_from_slice(&comps[3]),
+            _ => c3.fill(255.0),
+        }
+    }
+}
+
+/// `out[x] = row[i0[x]] + w[x] * (row[i1[x]] - row[i0[x]])`. Every index is below `row.len()`: the
+/// plan built them inside the plane window `row` holds.
+#[inline(always)]
+fn horizontal(avx2: bool, row: &[f32], i0: &[u32], i1: &[u32], w: &[f32], single: bool, out: &mut [f32]) {
+    let n = out.len().min(i0.len()).min(i1.len()).min(w.len());
+    let mut x = 0;
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        // Eight gathered pairs at a time: scalar loads were most of a frame's time.
+        x = unsafe { horizontal_avx2(row, &i0[..n], &i1[..n], &w[..n], single, &mut out[..n]) };
+    }
+    let _ = avx2;
+    for x in x..n {
+        debug_assert!((i0[x] as usize) < row.len() && (i1[x] as usize) < row.len());
+        let (a, b) = unsafe { (*row.get_unchecked(i0[x] as usize), *row.get_unchecked(i1[x] as usize)) };
+        out[x] = a + w[x] * (b - a);
+    }
+}
+
+/// Returns how many outputs it wrote (a multiple of 8); the caller finishes the tail.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn horizontal_avx2(
+    row: &[f32],
+    i0: &[u32],
+    i1: &[u32],
+    w: &[f32],
+    single: bool,
+    out: &mut [f32],
+) -> usize {
+    use std::arch::x86_64::*;
+    let n = out.len() / 8 * 8;
+    let base = row.as_ptr();
+    let mut x = 0;
+    // Integer-ratio downscales (1920 → 640) put every tap on a sample: no second gather needed.
+    if single {
+        while x < n {
+            unsafe {
+                let ia = _mm256_loadu_si256(i0.as_ptr().add(x) as *const __m256i);
+                _mm256_storeu_ps(out.as_mut_ptr().add(x), _mm256_i32gather_ps::<4>(base, ia));
+            }
+            x += 8;
+        }
+        return n;
+    }
+    while x < n {
+        unsafe {
+            let ia = _mm256_loadu_si256(i0.as_ptr().add(x) as *const __m256i);
+            let ib = _mm256_loadu_si256(i1.as_ptr().add(x) as *const __m256i);
+            let a = _mm256_i32gather_ps::<4>(base, ia);
+            let b = _mm256_i32gather_ps::<4>(base, ib);
+            let wv = _mm256_loadu_ps(w.as_ptr().add(x));
+            let v = _mm256_fmadd_ps(wv, _mm256_sub_ps(b, a), a);
+            _mm256_storeu_ps(out.as_mut_ptr().add(x), v);
+        }
+        x += 8;
+    }
+    n
+}
+
+/// The horizontal pass straight from a source row's bytes (AVX2 only: see the vertical pass).
+/// `bytes` holds at least 3 bytes past every tap.
+#[inline(always)]
+fn horizontal_bytes(bytes: &[u8], i0: &[u32], i1: &[u32], w: &[f32], single: bool, out: &mut [f32]) {
+    let n = out.len().min(i0.len()).min(i1.len()).min(w.len());
+    #[cfg(target_arch = "x86_64")]
+    let start = unsafe { horizontal_bytes_avx2(bytes, &i0[..n], &i1[..n], &w[..n], single, &mut out[..n]) };
+    #[cfg(not(target_arch = "x86_64"))]
+    let start = 0;
+    for x in start..n {
+        let (a, b) = (bytes[i0[x] as usize] as f32, bytes[i1[x] as usize] as f32);
+        out[x] = a + w[x] * (b - a);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn horizontal_bytes_avx2(
+    bytes: &[u8],
+    i0: &[u32],
+    i1: &[u32],
+    w: &[f32],
+    single: bool,
+    out: &mut [f32],
+) -> usize {
+    use std::arch::x86_64::*;
+    let n = out.len() / 8 * 8;
+    let base = bytes.as_ptr() as *const i32;
+    let low = _mm256_set1_epi32(0xff);
+    let mut x = 0;
+    while x < n {
+        unsafe {
+            let ia = _mm256_loadu_si256(i0.as_ptr().add(x) as *const __m256i);
+            let a = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_i32gather_epi32::<1>(base, ia), low));
+            let v = if single {
+                a
+            } else {
+                let ib = _mm256_loadu_si256(i1.as_ptr().add(x) as *const __m256i);
+                let b = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_i32gather_epi32::<1>(base, ib), low));
+                _mm256_fmadd_ps(_mm256_loadu_ps(w.as_ptr().add(x)), _mm256_sub_ps(b, a), a)
+            };
+            _mm256_storeu_ps(out.as_mut_ptr().add(x), v);
+        }
+        x += 8;
+    }
+    n
+}

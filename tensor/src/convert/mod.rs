@@ -1,0 +1,535 @@
+//! Camera frame → model tensor on the CPU: colour (rgb, bgr, gray, rgba from any supported pixel
+//! format, YUV matrices from the input's colorimetry), geometry (stretch, letterbox, centre crop,
+//! an optional source region; bilinear or nearest), layout (hwc, chw), element type, per-channel
+//! mean/std and quantization, written straight into the destination's bytes at its row stride.
+//!
+//! The geometry is planned once (`Converter::new`: coordinate tables, scratch rows, worker
+//! threads) so a frame allocates nothing. Per destination row the work is separable: each source
+//! plane is interpolated vertically over just the bytes the row needs (contiguous, vectorizable),
+//! then each colour component is sampled horizontally from that row, converted to RGB in f32,
+//! normalized with one fused scale and bias per channel, and stored as the output type.
+
+mod kernels;
+mod workers;
+
+use crate::dtype::DType;
+use crate::format::{PixelFormat, PixelLayout};
+use crate::preprocess::{
+    letterbox_rect, Colorimetry, ContentRegion, FitMode, Interpolation, LetterboxPlacement, Region,
+};
+use crate::{Error, Result};
+use std::sync::Mutex;
+
+/// The channels a model takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Colorspace {
+    Rgb,
+    Bgr,
+    Gray,
+    Rgba,
+}
+
+impl Colorspace {
+    pub fn channels(self) -> usize {
+        match self {
+            Colorspace::Gray => 1,
+            Colorspace::Rgba => 4,
+            _ => 3,
+        }
+    }
+}
+
+/// Where the tensor's bytes go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DstLayout {
+    pub width: usize,
+    pub height: usize,
+    pub colorspace: Colorspace,
+    /// Planar `[C, H, W]` rather than interleaved `[H, W, C]`.
+    pub chw: bool,
+    pub dtype: DType,
+    /// Bytes from one row to the next (of one plane for chw).
+    pub row_stride: usize,
+    /// Bytes from one channel plane to the next (chw only).
+    pub plane_stride: usize,
+}
+
+impl DstLayout {
+    /// Dense rows: the layout other/tensors consumers assume.
+    pub fn dense(width: usize, height: usize, colorspace: Colorspace, chw: bool, dtype: DType) -> Self {
+        let esz = dtype.size();
+        let row_stride = if chw { width * esz } else { width * colorspace.channels() * esz };
+        DstLayout { width, height, colorspace, chw, dtype, row_stride, plane_stride: row_stride * height }
+    }
+
+    /// Bytes the layout spans.
+    pub fn bytes(&self) -> usize {
+        if self.chw {
+            self.plane_stride * (self.colorspace.channels() - 1) + self.row_stride * self.height
+        } else {
+            self.row_stride * self.height
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConvertSpec {
+    pub fit: FitMode,
+    pub placement: LetterboxPlacement,
+    pub interpolation: Interpolation,
+    /// The part of the source frame to use (whole frame when `None`).
+    pub source_region: Option<Region>,
+    /// How the source's YUV codes map to RGB (ignored for RGB and gray sources).
+    pub colorimetry: Colorimetry,
+    /// Per-channel mean and std on values scaled to 0..1: `(v / 255 - mean) / std`. Applied to
+    /// float outputs and quantized outputs; identity (0, 1) leaves 8-bit outputs raw.
+    pub mean: [f32; 3],
+    pub std: [f32; 3],
+    /// `(scale, zero_point)` of an int8/uint8 model input: `q = round(x / scale) + zero_point`
+    /// with `x` the normalized value.
+    pub quantization: Option<(f32, i32)>,
+    /// Letterbox padding as RGBA bytes (a raw pixel, normalized like the picture).
+    pub fill: [u8; 4],
+}
+
+impl Default for ConvertSpec {
+    fn default() -> Self {
+        ConvertSpec {
+            fit: FitMode::Letterbox,
+            placement: LetterboxPlacement::Center,
+            interpolation: Interpolation::Bilinear,
+            source_region: None,
+            colorimetry: Colorimetry::default(),
+            mean: [0.0; 3],
+            std: [1.0; 3],
+            quantization: None,
+            fill: [114, 114, 114, 255],
+        }
+    }
+}
+
+/// A source frame: each plane's bytes (starting at the plane) and row stride, in the format's plane
+/// order. Unused planes are empty.
+#[derive(Debug, Clone, Copy)]
+pub struct SrcImage<'a> {
+    pub format: PixelFormat,
+    pub width: usize,
+    pub height: usize,
+    pub planes: [(&'a [u8], usize); 3],
+}
+
+/// One colour component of the source: which plane, where in a granule, and its resolution.
+#[derive(Debug, Clone, Copy)]
+struct Comp {
+    plane: usize,
+    /// Byte offset of the component in its granule, and bytes from one granule to the next.
+    offset: usize,
+    step: usize,
+    chroma: bool,
+}
+
+/// What the source components are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SrcKind {
+    Yuv,
+    /// R, G, B (and A when present), in that order in `comps`.
+    Rgb {
+        alpha: bool,
+    },
+    Gray,
+}
+
+fn components(format: PixelFormat) -> Result<(SrcKind, Vec<Comp>)> {
+    use PixelFormat as P;
+    let c = |plane, offset, step, chroma| Comp { plane, offset, step, chroma };
+    let rgb = |order: [usize; 3], bpp: usize, alpha: Option<usize>| {
+        let mut v: Vec<Comp> = order.iter().map(|&o| c(0, o, bpp, false)).collect();
+        if let Some(a) = alpha {
+            v.push(c(0, a, bpp, false));
+        }
+        (SrcKind::Rgb { alpha: alpha.is_some() }, v)
+    };
+    Ok(match format {
+        P::Rgb => rgb([0, 1, 2], 3, None),
+        P::Bgr => rgb([2, 1, 0], 3, None),
+        P::Rgba => rgb([0, 1, 2], 4, Some(3)),
+        P::Bgra => rgb([2, 1, 0], 4, Some(3)),
+        P::Rgbx => rgb([0, 1, 2], 4, None),
+        P::Bgrx => rgb([2, 1, 0], 4, None),
+        P::Gray8 => (SrcKind::Gray, vec![c(0, 0, 1, false)]),
+        P::PlanarRgb => {
+            (SrcKind::Rgb { alpha: false }, vec![c(0, 0, 1, false), c(1, 0, 1, false), c(2, 0, 1, false)])
+        }
+        // Y, U, V.
+        P::Nv12 | P::Nv16 => (SrcKind::Yuv, vec![c(0, 0, 1, false), c(1, 0, 2, true), c(1, 1, 2, true)]),
+        P::Nv21 => (SrcKind::Yuv, vec![c(0, 0, 1, false), c(1, 1, 2, true), c(1, 0, 2, true)]),
+        P::I420 => (SrcKind::Yuv, vec![c(0, 0, 1, false), c(1, 0, 1, true), c(2, 0, 1, true)]),
+        P::Yv12 => (SrcKind::Yuv, vec![c(0, 0, 1, false), c(2, 0, 1, true), c(1, 0, 1, true)]),
+        P::Yuy2 => (SrcKind::Yuv, vec![c(0, 0, 2, false), c(0, 1, 4, true), c(0, 3, 4, true)]),
+        P::Uyvy => (SrcKind::Yuv, vec![c(0, 1, 2, false), c(0, 0, 4, true), c(0, 2, 4, true)]),
+        other => {
+            return Err(Error::InvalidArgument(format!("{} frames have no pixels to convert", other.name())));
+        }
+    })
+}
+
+/// Sampling positions along one axis for the content pixels: for output index i, taps `i0[i]` and
+/// `i1[i]` with weight `w[i]` on `i1`.
+#[derive(Debug, Clone, Default)]
+struct Axis {
+    i0: Vec<usize>,
+    i1: Vec<usize>,
+    w: Vec<f32>,
+}
+
+/// Pixel-centre mapping of `n` outputs onto source samples `[start, start + len)` of a grid whose
+/// samples each cover `div` pixels (chroma: 2), clamped to the grid's samples `[lo, hi]`.
+fn axis(
+    n: usize,
+    src_start: usize,
+    src_len: usize,
+    div: usize,
+    lo: usize,
+    hi: usize,
+    interp: Interpolation,
+) -> Axis {
+    let scale = src_len as f64 / n as f64;
+    let mut a = Axis { i0: Vec::with_capacity(n), i1: Vec::with_capacity(n), w: Vec::with_capacity(n) };
+    for i in 0..n {
+        // Position in source pixels, then in this grid's samples (centre-sited).
+        let px = src_start as f64 + (i as f64 + 0.5) * scale;
+        match interp {
+            Interpolation::Nearest => {
+                let s = ((px.floor() as usize) / div).clamp(lo, hi);
+                a.i0.push(s);
+                a.i1.push(s);
+                a.w.push(0.0);
+            }
+            _ => {
+                let s = (px / div as f64 - 0.5).clamp(lo as f64, hi as f64);
+                let s0 = s.floor() as usize;
+                a.i0.push(s0);
+                a.i1.push((s0 + 1).min(hi));
+                a.w.push((s - s0 as f64) as f32);
+            }
+        }
+    }
+    a
+}
+
+#[cfg(target_arch = "x86_64")]
+fn detect_avx2() -> bool {
+    // EDGEFIRST_CONVERT_NO_SIMD=1 forces the baseline kernels (to compare, or to rule them out).
+    std::env::var_os("EDGEFIRST_CONVERT_NO_SIMD").is_none_or(|v| v != "1")
+        && std::is_x86_feature_detected!("avx2")
+        && std::is_x86_feature_detected!("fma")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn detect_avx2() -> bool {
+    false
+}
+
+/// Per band: the vertically interpolated plane rows and the per-channel rows of one output row.
+struct Scratch {
+    vrows: [Vec<f32>; 3],
+    comps: [Vec<f32>; 4],
+    chans: [Vec<f32>; 4],
+    bytes: [Vec<u8>; 4],
+}
+
+/// The planned conversion of one source geometry into one destination layout.
+pub struct Converter {
+    format: PixelFormat,
+    src_w: usize,
+    src_h: usize,
+    dst: DstLayout,
+    content: ContentRegion,
+    kind: SrcKind,
+    comps: Vec<Comp>,
+    /// Per plane: its vertical axis (luma or chroma rows) and the byte window a row needs.
+    rows_luma: Axis,
+    rows_chroma: Axis,
+    plane_window: [(usize, usize); 3],
+    plane_chroma_rows: [bool; 3],
+    /// Per component: byte indices (relative to its plane's window) of the two taps, and weights.
+    taps: Vec<(Vec<u32>, Vec<u32>)>,
+    weights_luma: Vec<f32>,
+    weights_chroma: Vec<f32>,
+    /// Every horizontal tap falls on a sample (all weights 0): one gather instead of two.
+    luma_on_samples: bool,
+    chroma_on_samples: bool,
+    /// Per component: its largest tap index (bounds for the direct byte gathers).
+    tap_max: Vec<u32>,
+    /// YUV → RGB matrix and offsets (f32).
+    matrix: [[f32; 3]; 3],
+    offsets: [f32; 3],
+    /// Per output channel: value = v * scale + bias, then stored.
+    scale: [f32; 4],
+    bias: [f32; 4],
+    fill: [f32; 4],
+    /// One destination row of padding in the output type (see `kernels::fill_row`).
+    fill_row: Vec<u8>,
+    /// The CPU has AVX2 and FMA: rows run through the kernels compiled for them.
+    avx2: bool,
+    workers: workers::Workers,
+    scratch: Vec<Mutex<Scratch>>,
+}
+
+impl Converter {
+    pub fn new(
+        format: PixelFormat,
+        src_w: usize,
+        src_h: usize,
+        dst: DstLayout,
+        spec: &ConvertSpec,
+        threads: usize,
+    ) -> Result<Converter> {
+        let (kind, comps) = components(format)?;
+        if src_w == 0 || src_h == 0 || dst.width == 0 || dst.height == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "cannot convert {src_w}x{src_h} into {}x{}",
+                dst.width, dst.height
+            )));
+        }
+        let esz = dst.dtype.size();
+        let channels = dst.colorspace.channels();
+        let min_rs = if dst.chw { dst.width * esz } else { dst.width * channels * esz };
+        if dst.row_stride < min_rs
+            || (dst.chw && channels > 1 && dst.plane_stride < dst.row_stride * dst.height)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "destination row stride {} / plane stride {} cannot hold {}x{} {:?} {}",
+                dst.row_stride, dst.plane_stride, dst.width, dst.height, dst.colorspace, dst.dtype
+            )));
+        }
+        let identity = spec.mean == [0.0; 3] && spec.std == [1.0; 3];
+        if spec.std.contains(&0.0) || spec.mean.iter().chain(&spec.std).any(|v| !v.is_finite()) {
+            return Err(Error::InvalidArgument(format!(
+                "mean {:?} / std {:?} must be finite, std non-zero",
+                spec.mean, spec.std
+            )));
+        }
+        match (dst.dtype, spec.quantization) {
+            (DType::U8 | DType::I8, Some((s, _))) if !(s.is_finite() && s > 0.0) => {
+                return Err(Error::InvalidArgument(format!("quantization scale {s} must be positive")));
+            }
+            (DType::U8 | DType::I8, Some(_)) => {}
+            (d, Some(_)) => {
+                return Err(Error::InvalidArgument(format!(
+                    "quantization applies to int8/uint8 outputs, not {d}"
+                )));
+            }
+            (d, None) if !d.is_float() && !identity => {
+                return Err(Error::InvalidArgument(format!(
+                    "mean/std on a {d} output needs the model's quantization (scale, zero point)"
+                )));
+            }
+            _ => {}
+        }
+
+        let region = spec.source_region.unwrap_or(Region::new(0, 0, src_w, src_h));
+        if region.width == 0
+            || region.height == 0
+            || region.x + region.width > src_w
+            || region.y + region.height > src_h
+        {
+            return Err(Error::RegionOutOfBounds {
+                x: region.x,
+                y: region.y,
+                width: region.width,
+                height: region.height,
+                bound_width: src_w,
+                bound_height: src_h,
+            });
+        }
+        let mut content =
+            letterbox_rect(region.width, region.height, dst.width, dst.height, spec.fit, spec.placement)
+                .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        content.source.x += region.x;
+        content.source.y += region.y;
+        let (src_rect, rect) = (content.source, content.rect);
+
+        let (hdiv, vdiv) = format.subsampling().divisors();
+        let grid = |start: usize, len: usize, div: usize| (start / div, (start + len).div_ceil(div) - 1);
+        let (lx, hx) = grid(src_rect.x, src_rect.width, 1);
+        let (cx0, cx1) = grid(src_rect.x, src_rect.width, hdiv);
+        let (ly, hy) = grid(src_rect.y, src_rect.height, 1);
+        let (cy0, cy1) = grid(src_rect.y, src_rect.height, vdiv);
+        let interp = spec.interpolation;
+        let cols_luma = axis(rect.width, src_rect.x, src_rect.width, 1, lx, hx, interp);
+        let cols_chroma = axis(rect.width, src_rect.x, src_rect.width, hdiv, cx0, cx1, interp);
+        let rows_luma = axis(rect.height, src_rect.y, src_rect.height, 1, ly, hy, interp);
+        let rows_chroma = axis(rect.height, src_rect.y, src_rect.height, vdiv, cy0, cy1, interp);
+
+        // Each plane's byte window: from the leftmost to the rightmost tap of its components.
+        let mut plane_window = [(usize::MAX, 0usize); 3];
+        let mut plane_chroma_rows = [false; 3];
+        for comp in &comps {
+            let cols = if comp.chroma { &cols_chroma } else { &cols_luma };
+            let (lo, hi) = (cols.i0[0].min(cols.i0[cols.i0.len() - 1]), *cols.i1.iter().max().unwrap());
+            let w = &mut plane_window[comp.plane];
+            w.0 = w.0.min(comp.offset + comp.step * lo);
+            w.1 = w.1.max(comp.offset + comp.step * hi + 1);
+            // A plane holding chroma only (NV12's UV, I420's U and V) steps by chroma rows.
+            plane_chroma_rows[comp.plane] = comp.chroma && format.layout() != PixelLayout::Packed;
+        }
+        let taps = comps
+            .iter()
+            .map(|comp| {
+                let cols = if comp.chroma { &cols_chroma } else { &cols_luma };
+                let lo = plane_window[comp.plane].0;
+                let idx =
+                    |v: &Vec<usize>| v.iter().map(|&s| (comp.offset + comp.step * s - lo) as u32).collect();
+                (idx(&cols.i0), idx(&cols.i1))
+            })
+            .collect();
+
+        let (m, off) = spec.colorimetry.yuv_to_rgb_matrix();
+        let matrix = m.map(|r| r.map(|v| v as f32));
+        let offsets = off.map(|v| v as f32);
+
+        // Fused per-channel scale and bias on 0..255 values, in output channel order.
+        let order: [usize; 4] = match dst.colorspace {
+            Colorspace::Bgr => [2, 1, 0, 3],
+            _ => [0, 1, 2, 3],
+        };
+        let (mut scale, mut bias) = ([1.0f32; 4], [0.0f32; 4]);
+        for ch in 0..channels {
+            // Gray takes the mean/std of its first entry; alpha is never normalized.
+            let (mean, std) = match ch {
+                3 => (0.0, 1.0),
+                _ => (spec.mean[order[ch]], spec.std[order[ch]]),
+            };
+            let (s, b) = match (dst.dtype, spec.quantization) {
+                (_, Some((qs, zp))) => (1.0 / (255.0 * std * qs), -mean / (std * qs) + zp as f32),
+                (DType::I8, None) => (1.0, -128.0),
+                (d, None) if d.is_float() => (1.0 / (255.0 * std), -mean / std),
+                _ => (1.0, 0.0),
+            };
+            scale[ch] = s;
+            bias[ch] = b;
+        }
+        let f = spec.fill.map(|v| v as f32);
+        let raw_fill = match dst.colorspace {
+            Colorspace::Rgb | Colorspace::Rgba => f,
+            Colorspace::Bgr => [f[2], f[1], f[0], f[3]],
+            Colorspace::Gray => [kernels::gray(f[0], f[1], f[2]), 0.0, 0.0, 0.0],
+        };
+        let fill = std::array::from_fn(|c| raw_fill[c] * scale[c] + bias[c]);
+
+        let workers = workers::Workers::new(threads.clamp(1, 64));
+        let scratch = (0..workers.bands())
+            .map(|_| {
+                Mutex::new(Scratch {
+                    vrows: std::array::from_fn(|p| {
+                        vec![0.0; plane_window[p].1.saturating_sub(plane_window[p].0)]
+                    }),
+                    comps: std::array::from_fn(|_| vec![0.0; rect.width]),
+                    chans: std::array::from_fn(|_| vec![0.0; rect.width]),
+                    bytes: std::array::from_fn(|_| vec![0; rect.width]),
+                })
+            })
+            .collect();
+        let mut conv = Converter {
+            format,
+            src_w,
+            src_h,
+            dst,
+            content,
+            kind,
+            comps,
+            rows_luma,
+            rows_chroma,
+            plane_window,
+            plane_chroma_rows,
+            taps,
+            luma_on_samples: cols_luma.w.iter().all(|&w| w == 0.0),
+            chroma_on_samples: cols_chroma.w.iter().all(|&w| w == 0.0),
+            tap_max: Vec::new(),
+            weights_luma: cols_luma.w,
+            weights_chroma: cols_chroma.w,
+            matrix,
+            offsets,
+            scale,
+            bias,
+            fill,
+            fill_row: Vec::new(),
+            avx2: detect_avx2(),
+            workers,
+            scratch,
+        };
+        conv.fill_row = kernels::fill_row(&conv);
+        conv.tap_max = conv.taps.iter().map(|(a, b)| a.iter().chain(b).copied().max().unwrap_or(0)).collect();
+        Ok(conv)
+    }
+
+    /// Where the picture sits in the destination, and which source pixels it came from.
+    pub fn content(&self) -> &ContentRegion {
+        &self.content
+    }
+
+    pub fn dst(&self) -> &DstLayout {
+        &self.dst
+    }
+
+    /// Use the AVX2 kernels when the CPU has them (the default), or the baseline ones: both must
+    /// give the same tensor, which the tests check.
+    pub fn set_simd(&mut self, enabled: bool) {
+        self.avx2 = enabled && detect_avx2();
+    }
+
+    pub fn simd(&self) -> bool {
+        self.avx2
+    }
+
+    pub fn threads(&self) -> usize {
+        self.workers.bands()
+    }
+
+    /// Convert one frame. The source must have the planned format and size; every plane and the
+    /// destination are checked to hold what the layout says before a byte is touched.
+    pub fn convert(&self, src: &SrcImage<'_>, dst: &mut [u8]) -> Result<()> {
+        if (src.format, src.width, src.height) != (self.format, self.src_w, self.src_h) {
+            return Err(Error::InvalidArgument(format!(
+                "planned for {} {}x{}, given {} {}x{}",
+                self.format.name(),
+                self.src_w,
+                self.src_h,
+                src.format.name(),
+                src.width,
+                src.height
+            )));
+        }
+        for p in 0..self.format.num_planes() {
+            let s = self.format.plane_sampling(p, 1);
+            let (bytes, stride) = src.planes[p];
+            let (rows, row) = (s.rows(src.height), s.row_bytes(src.width));
+            let need = (rows - 1) * stride + row;
+            if stride < row || bytes.len() < need {
+                return Err(Error::BufferTooSmall {
+                    what: format!("source plane {p} ({rows} rows of {row} bytes at stride {stride})"),
+                    needed: need,
+                    available: bytes.len(),
+                });
+            }
+        }
+        if dst.len() < self.dst.bytes() {
+            return Err(Error::BufferTooSmall {
+                what: "the destination tensor".into(),
+                needed: self.dst.bytes(),
+                available: dst.len(),
+            });
+        }
+        let bands = self.workers.bands();
+        let h = self.dst.height;
+        let out = kernels::SendPtr(dst.as_mut_ptr());
+        self.workers.run(&|band| {
+            let (r0, r1) = (h * band / bands, h * (band + 1) / bands);
+            let mut scratch = self.scratch[band].lock().unwrap();
+            // Bands write disjoint destination rows of a buffer that outlives `run`.
+            unsafe { kernels::rows(self, src, out, r0..r1, &mut scratch) };
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,404 @@
+//! The conversion engine against a plain f64 reference written from the definitions, over every
+//! input format × colourspace × layout × fit on random images of odd sizes, every dtype,
+//! normalization, quantization, colorimetry, nearest sampling, a source region, padded
+//! destinations and threads.
+
+use edgefirst_tensor::convert::{Colorspace, ConvertSpec, Converter, DstLayout, SrcImage};
+use edgefirst_tensor::preprocess::{
+    letterbox_rect, Colorimetry, FitMode, Interpolation, LetterboxPlacement, Region,
+};
+use edgefirst_tensor::{f16, DType, PixelFormat};
+
+const FORMATS: [PixelFormat; 15] = [
+    PixelFormat::Nv12,
+    PixelFormat::Nv21,
+    PixelFormat::Nv16,
+    PixelFormat::I420,
+    PixelFormat::Yv12,
+    PixelFormat::Yuy2,
+    PixelFormat::Uyvy,
+    PixelFormat::Rgb,
+    PixelFormat::Bgr,
+    PixelFormat::Rgba,
+    PixelFormat::Bgra,
+    PixelFormat::Rgbx,
+    PixelFormat::Bgrx,
+    PixelFormat::Gray8,
+    PixelFormat::PlanarRgb,
+];
+const COLORSPACES: [Colorspace; 4] = [Colorspace::Rgb, Colorspace::Bgr, Colorspace::Gray, Colorspace::Rgba];
+const FITS: [FitMode; 3] = [FitMode::Stretch, FitMode::Letterbox, FitMode::CenterCrop];
+
+struct Frame {
+    format: PixelFormat,
+    w: usize,
+    h: usize,
+    bytes: Vec<u8>,
+    planes: Vec<(usize, usize)>, // offset, stride
+}
+
+impl Frame {
+    fn random(format: PixelFormat, w: usize, h: usize, seed: u64) -> Frame {
+        // A padded pitch (even, for the half-pitch chroma of I420/YV12) so strides are exercised.
+        let rs = format.row_stride_for(w, 1, false) + 6;
+        let table = format.plane_table(w, h, rs);
+        let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let bytes = (0..format.image_bytes(w, h, rs))
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (state >> 33) as u8
+            })
+            .collect();
+        Frame { format, w, h, bytes, planes: table.iter().map(|p| (p.offset, p.stride as usize)).collect() }
+    }
+
+    fn image(&self) -> SrcImage<'_> {
+        let mut planes: [(&[u8], usize); 3] = [(&[], 0); 3];
+        for (i, &(off, stride)) in self.planes.iter().enumerate() {
+            planes[i] = (&self.bytes[off..], stride);
+        }
+        SrcImage { format: self.format, width: self.w, height: self.h, planes }
+    }
+
+    fn byte(&self, plane: usize, row: usize, col_byte: usize) -> f64 {
+        let (off, stride) = self.planes[plane];
+        self.bytes[off + row * stride + col_byte] as f64
+    }
+}
+
+/// (plane, byte offset in granule, step, horizontal div, vertical div) of Y,U,V or R,G,B(,A).
+fn comps(f: PixelFormat) -> Vec<(usize, usize, usize, usize, usize)> {
+    use PixelFormat as P;
+    match f {
+        P::Rgb => vec![(0, 0, 3, 1, 1), (0, 1, 3, 1, 1), (0, 2, 3, 1, 1)],
+        P::Bgr => vec![(0, 2, 3, 1, 1), (0, 1, 3, 1, 1), (0, 0, 3, 1, 1)],
+        P::Rgba => vec![(0, 0, 4, 1, 1), (0, 1, 4, 1, 1), (0, 2, 4, 1, 1), (0, 3, 4, 1, 1)],
+        P::Bgra => vec![(0, 2, 4, 1, 1), (0, 1, 4, 1, 1), (0, 0, 4, 1, 1), (0, 3, 4, 1, 1)],
+        P::Rgbx => vec![(0, 0, 4, 1, 1), (0, 1, 4, 1, 1), (0, 2, 4, 1, 1)],
+        P::Bgrx => vec![(0, 2, 4, 1, 1), (0, 1, 4, 1, 1), (0, 0, 4, 1, 1)],
+        P::Gray8 => vec![(0, 0, 1, 1, 1)],
+        P::PlanarRgb => vec![(0, 0, 1, 1, 1), (1, 0, 1, 1, 1), (2, 0, 1, 1, 1)],
+        P::Nv12 => vec![(0, 0, 1, 1, 1), (1, 0, 2, 2, 2), (1, 1, 2, 2, 2)],
+        P::Nv21 => vec![(0, 0, 1, 1, 1), (1, 1, 2, 2, 2), (1, 0, 2, 2, 2)],
+        P::Nv16 => vec![(0, 0, 1, 1, 1), (1, 0, 2, 2, 1), (1, 1, 2, 2, 1)],
+        P::I420 => vec![(0, 0, 1, 1, 1), (1, 0, 1, 2, 2), (2, 0, 1, 2, 2)],
+        P::Yv12 => vec![(0, 0, 1, 1, 1), (2, 0, 1, 2, 2), (1, 0, 1, 2, 2)],
+        P::Yuy2 => vec![(0, 0, 2, 1, 1), (0, 1, 4, 2, 1), (0, 3, 4, 2, 1)],
+        P::Uyvy => vec![(0, 1, 2, 1, 1), (0, 0, 4, 2, 1), (0, 2, 4, 2, 1)],
+        _ => unreachable!(),
+    }
+}
+
+/// Taps and weight for output index `i` of `n` over source pixels `[start, start+len)`, on a grid of
+/// samples covering `div` pixels each, limited to the samples the region touches.
+fn taps(
+    i: usize,
+    n: usize,
+    start: usize,
+    len: usize,
+    div: usize,
+    interp: Interpolation,
+) -> (usize, usize, f64) {
+    let (lo, hi) = (start / div, (start + len).div_ceil(div) - 1);
+    let pos = start as f64 + (i as f64 + 0.5) * len as f64 / n as f64;
+    if interp == Interpolation::Nearest {
+        let s = (pos.floor() as usize / div).clamp(lo, hi);
+        return (s, s, 0.0);
+    }
+    let s = (pos / div as f64 - 0.5).clamp(lo as f64, hi as f64);
+    let s0 = s.floor() as usize;
+    (s0, (s0 + 1).min(hi), s - s0 as f64)
+}
+
+/// The value the reference says channel `ch` of destination pixel (x, y) has, before storing.
+fn reference(frame: &Frame, dst: &DstLayout, spec: &ConvertSpec, x: usize, y: usize, ch: usize) -> f64 {
+    let region = spec.source_region.unwrap_or(Region::new(0, 0, frame.w, frame.h));
+    let cr =
+        letterbox_rect(region.width, region.height, dst.width, dst.height, spec.fit, spec.placement).unwrap();
+    let (rect, mut src) = (cr.rect, cr.source);
+    src.x += region.x;
+    src.y += region.y;
+    let order = if dst.colorspace == Colorspace::Bgr { [2, 1, 0, 3] } else { [0, 1, 2, 3] };
+    let inside = x >= rect.x && x < rect.x + rect.width && y >= rect.y && y < rect.y + rect.height;
+    let raw = if !inside {
+        let f = spec.fill.map(|v| v as f64);
+        if dst.colorspace == Colorspace::Gray {
+            0.299 * f[0] + 0.587 * f[1] + 0.114 * f[2]
+        } else {
+            f[order[ch]]
+        }
+    } else {
+        let sample = |&(plane, off, step, hd, vd): &(usize, usize, usize, usize, usize)| {
+            let (x0, x1, wx) = taps(x - rect.x, rect.width, src.x, src.width, hd, spec.interpolation);
+            let (y0, y1, wy) = taps(y - rect.y, rect.height, src.y, src.height, vd, spec.interpolation);
+            let at = |r: usize, c: usize| frame.byte(plane, r, off + step * c);
+            let top = at(y0, x0) + wx * (at(y0, x1) - at(y0, x0));
+            let bottom = at(y1, x0) + wx * (at(y1, x1) - at(y1, x0));
+            top + wy * (bottom - top)
+        };
+        let c: Vec<f64> = comps(frame.format).iter().map(sample).collect();
+        let (r, g, b) = match frame.format {
+            PixelFormat::Gray8 => (c[0], c[0], c[0]),
+            f if f.is_yuv() => {
+                let (m, o) = spec.colorimetry.yuv_to_rgb_matrix();
+                let v = [c[0] - o[0], c[1] - o[1], c[2] - o[2]];
+                let row = |i: usize| (m[i][0] * v[0] + m[i][1] * v[1] + m[i][2] * v[2]).clamp(0.0, 255.0);
+                (row(0), row(1), row(2))
+            }
+            _ => (c[0], c[1], c[2]),
+        };
+        let alpha = if c.len() == 4 { c[3] } else { 255.0 };
+        match (dst.colorspace, ch) {
+            (Colorspace::Gray, _) => 0.299 * r + 0.587 * g + 0.114 * b,
+            (_, 3) => alpha,
+            _ => [r, g, b][order[ch]],
+        }
+    };
+    if ch == 3 {
+        return match (dst.dtype, spec.quantization) {
+            (_, Some((q, z))) => raw / (255.0 * q as f64) + z as f64,
+            (DType::I8, None) => raw - 128.0,
+            (d, None) if d.is_float() => raw / 255.0,
+            _ => raw,
+        };
+    }
+    let (mean, std) = (spec.mean[order[ch]] as f64, spec.std[order[ch]] as f64);
+    let norm = (raw / 255.0 - mean) / std;
+    match (dst.dtype, spec.quantization) {
+        (_, Some((q, z))) => norm / q as f64 + z as f64,
+        (DType::I8, None) => raw - 128.0,
+        (d, None) if d.is_float() => norm,
+        _ => raw,
+    }
+}
+
+/// The stored value of channel `ch` of pixel (x, y), read back as f64.
+fn stored(out: &[u8], dst: &DstLayout, x: usize, y: usize, ch: usize) -> f64 {
+    let esz = dst.dtype.size();
+    let at = if dst.chw {
+        ch * dst.plane_stride + y * dst.row_stride + x * esz
+    } else {
+        y * dst.row_stride + (x * dst.colorspace.channels() + ch) * esz
+    };
+    let b = &out[at..at + esz];
+    match dst.dtype {
+        DType::U8 => b[0] as f64,
+        DType::I8 => b[0] as i8 as f64,
+        DType::U16 => u16::from_ne_bytes(b.try_into().unwrap()) as f64,
+        DType::I16 => i16::from_ne_bytes(b.try_into().unwrap()) as f64,
+        DType::U32 => u32::from_ne_bytes(b.try_into().unwrap()) as f64,
+        DType::I32 => i32::from_ne_bytes(b.try_into().unwrap()) as f64,
+        DType::U64 => u64::from_ne_bytes(b.try_into().unwrap()) as f64,
+        DType::I64 => i64::from_ne_bytes(b.try_into().unwrap()) as f64,
+        DType::F16 => f16(u16::from_ne_bytes(b.try_into().unwrap())).to_f32() as f64,
+        DType::F32 => f32::from_ne_bytes(b.try_into().unwrap()) as f64,
+        DType::F64 => f64::from_ne_bytes(b.try_into().unwrap()),
+        _ => unreachable!(),
+    }
+}
+
+fn bounds(d: DType) -> (f64, f64) {
+    match d {
+        DType::U8 => (0.0, 255.0),
+        DType::I8 => (-128.0, 127.0),
+        DType::U16 => (0.0, 65535.0),
+        DType::I16 => (-32768.0, 32767.0),
+        DType::U32 | DType::U64 => (0.0, f64::MAX),
+        _ => (f64::MIN, f64::MAX),
+    }
+}
+
+/// Convert and compare every byte of the destination with the reference: 1 LSB for integer
+/// outputs, 1e-3 for float (f16 at its own precision).
+fn check(frame: &Frame, dst: DstLayout, spec: &ConvertSpec, threads: usize) -> Vec<u8> {
+    let mut conv = Converter::new(frame.format, frame.w, frame.h, dst, spec, threads).unwrap();
+    // The baseline kernels first, against the reference; then the SIMD ones (where the CPU has
+    // them) below.
+    conv.set_simd(false);
+    let mut base = vec![0xeeu8; dst.bytes() + 7];
+    conv.convert(&frame.image(), &mut base).unwrap();
+    compare(frame, &dst, spec, &base);
+    conv.set_simd(true);
+    let mut out = vec![0xeeu8; dst.bytes() + 7];
+    conv.convert(&frame.image(), &mut out).unwrap();
+    compare(frame, &dst, spec, &out);
+    out
+}
+
+fn compare(frame: &Frame, dst: &DstLayout, spec: &ConvertSpec, out: &[u8]) {
+    let dst = *dst;
+    let (lo, hi) = bounds(dst.dtype);
+    for y in 0..dst.height {
+        for x in 0..dst.width {
+            for ch in 0..dst.colorspace.channels() {
+                let want = reference(frame, &dst, spec, x, y, ch);
+                let got = stored(out, &dst, x, y, ch);
+                let tol = match dst.dtype {
+                    DType::F16 => 1e-3 + want.abs() * 1e-3,
+                    d if d.is_float() => 1e-3,
+                    _ => 1.0,
+                };
+                let want_stored = if dst.dtype.is_float() { want } else { want.round().clamp(lo, hi) };
+                assert!(
+                    (got - want_stored).abs() <= tol,
+                    "{:?} → {:?} chw={} {:?} {:?}: pixel ({x},{y}) ch {ch}: got {got}, reference {want}",
+                    frame.format,
+                    dst.colorspace,
+                    dst.chw,
+                    dst.dtype,
+                    spec.fit
+                );
+            }
+        }
+    }
+    assert!(out[dst.bytes()..].iter().all(|&b| b == 0xee), "nothing written past the layout");
+}
+
+#[test]
+fn every_format_colorspace_layout_and_fit_matches_the_reference() {
+    let mut n = 0;
+    for (i, &format) in FORMATS.iter().enumerate() {
+        let frame = Frame::random(format, 37, 23, i as u64);
+        for cs in COLORSPACES {
+            for chw in [false, true] {
+                for fit in FITS {
+                    let dst = DstLayout::dense(29, 31, cs, chw, DType::U8);
+                    let spec = ConvertSpec { fit, fill: [10, 200, 30, 40], ..Default::default() };
+                    check(&frame, dst, &spec, 1);
+                    n += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(n, 15 * 4 * 2 * 3);
+}
+
+#[test]
+fn every_dtype_with_normalization_and_quantization() {
+    let frame = Frame::random(PixelFormat::Nv12, 41, 27, 7);
+    for &dtype in DType::ALL {
+        let dst = DstLayout::dense(33, 19, Colorspace::Rgb, true, dtype);
+        check(&frame, dst, &ConvertSpec::default(), 1);
+    }
+    let imagenet =
+        ConvertSpec { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225], ..Default::default() };
+    for dtype in [DType::F16, DType::F32, DType::F64] {
+        check(&frame, DstLayout::dense(33, 19, Colorspace::Rgb, false, dtype), &imagenet, 1);
+    }
+    let quant = |q, z| ConvertSpec { quantization: Some((q, z)), ..imagenet.clone() };
+    check(&frame, DstLayout::dense(33, 19, Colorspace::Bgr, false, DType::I8), &quant(0.0187, -14), 1);
+    check(&frame, DstLayout::dense(33, 19, Colorspace::Rgb, true, DType::U8), &quant(0.0187, 114), 1);
+    check(
+        &frame,
+        DstLayout::dense(33, 19, Colorspace::Rgba, false, DType::U8),
+        &ConvertSpec { quantization: Some((1.0 / 255.0, 0)), ..Default::default() },
+        1,
+    );
+}
+
+#[test]
+fn colorimetry_nearest_region_placement_and_padded_destinations() {
+    let frame = Frame::random(PixelFormat::Yuy2, 45, 29, 3);
+    for colorimetry in [Colorimetry::BT601_FULL, Colorimetry::BT709_LIMITED, Colorimetry::BT2020_LIMITED] {
+        check(
+            &frame,
+            DstLayout::dense(20, 20, Colorspace::Rgb, false, DType::U8),
+            &ConvertSpec { colorimetry, ..Default::default() },
+            1,
+        );
+    }
+    let nearest = ConvertSpec { interpolation: Interpolation::Nearest, ..Default::default() };
+    check(
+        &Frame::random(PixelFormat::I420, 45, 29, 4),
+        DstLayout::dense(60, 50, Colorspace::Rgb, true, DType::F32),
+        &nearest,
+        1,
+    );
+    let region = ConvertSpec {
+        source_region: Some(Region::new(5, 3, 21, 17)),
+        fit: FitMode::CenterCrop,
+        ..Default::default()
+    };
+    check(
+        &Frame::random(PixelFormat::Nv21, 45, 29, 5),
+        DstLayout::dense(16, 9, Colorspace::Bgr, false, DType::U8),
+        &region,
+        1,
+    );
+    let top_left = ConvertSpec { placement: LetterboxPlacement::TopLeft, ..Default::default() };
+    check(
+        &Frame::random(PixelFormat::Rgb, 45, 29, 6),
+        DstLayout::dense(32, 32, Colorspace::Rgb, false, DType::U8),
+        &top_left,
+        1,
+    );
+    // Destination rows and planes with padding (a pool buffer's 64-byte pitch).
+    let mut padded = DstLayout::dense(21, 13, Colorspace::Rgb, false, DType::U8);
+    padded.row_stride = 128;
+    check(&frame, padded, &ConvertSpec::default(), 1);
+    let mut planar = DstLayout::dense(21, 13, Colorspace::Rgb, true, DType::F32);
+    planar.row_stride = 128;
+    planar.plane_stride = 128 * 16;
+    check(&frame, planar, &ConvertSpec::default(), 1);
+}
+
+#[test]
+fn threads_give_the_same_bytes() {
+    let frame = Frame::random(PixelFormat::Nv12, 161, 91, 9);
+    let dst = DstLayout::dense(97, 103, Colorspace::Rgb, true, DType::F32);
+    let one = check(&frame, dst, &ConvertSpec::default(), 1);
+    let three = check(&frame, dst, &ConvertSpec::default(), 3);
+    assert_eq!(one, three);
+}
+
+#[test]
+fn letterbox_geometry_and_fill() {
+    let frame = Frame::random(PixelFormat::Rgb, 64, 32, 1);
+    let dst = DstLayout::dense(32, 32, Colorspace::Rgb, false, DType::U8);
+    let conv = Converter::new(
+        PixelFormat::Rgb,
+        64,
+        32,
+        dst,
+        &ConvertSpec { fill: [1, 2, 3, 255], ..Default::default() },
+        1,
+    )
+    .unwrap();
+    assert_eq!(conv.content().rect, Region::new(0, 8, 32, 16));
+    let mut out = vec![0u8; dst.bytes()];
+    conv.convert(&frame.image(), &mut out).unwrap();
+    assert_eq!(&out[..3], &[1, 2, 3], "top padding is the fill colour");
+    assert_eq!(&out[31 * 96..31 * 96 + 3], &[1, 2, 3], "bottom padding too");
+}
+
+#[test]
+fn bad_input_is_refused() {
+    let dst = DstLayout::dense(8, 8, Colorspace::Rgb, false, DType::U8);
+    let spec = ConvertSpec::default();
+    assert!(Converter::new(PixelFormat::H264, 8, 8, dst, &spec, 1).is_err());
+    let conv = Converter::new(PixelFormat::Nv12, 16, 16, dst, &spec, 1).unwrap();
+    let frame = Frame::random(PixelFormat::Nv12, 16, 16, 2);
+    let mut short = frame.image();
+    short.planes[1].0 = &short.planes[1].0[..10];
+    assert!(conv.convert(&short, &mut vec![0; dst.bytes()]).is_err(), "a short chroma plane");
+    assert!(conv.convert(&frame.image(), &mut vec![0; dst.bytes() - 1]).is_err(), "a short destination");
+    let other = Frame::random(PixelFormat::Nv12, 18, 16, 2);
+    assert!(conv.convert(&other.image(), &mut vec![0; dst.bytes()]).is_err(), "another geometry");
+    let norm = ConvertSpec { mean: [0.5; 3], ..Default::default() };
+    assert!(
+        Converter::new(PixelFormat::Rgb, 8, 8, dst, &norm, 1).is_err(),
+        "mean/std on uint8 without quantization"
+    );
+    let region = ConvertSpec { source_region: Some(Region::new(10, 0, 8, 8)), ..Default::default() };
+    assert!(Converter::new(PixelFormat::Rgb, 16, 16, dst, &region, 1).is_err());
+    let q16 = ConvertSpec { quantization: Some((0.1, 0)), ..Default::default() };
+    assert!(Converter::new(
+        PixelFormat::Rgb,
+        8,
+        8,
+        DstLayout::dense(8, 8, Colorspace::Rgb, false, DType::U16),
+        &q16,
+        1
+    )
+    .is_err());
+}
