@@ -121,6 +121,10 @@ fn main() {
                 "edgefirsttensor float32 + mean/std".into(),
                 measure(format, &ours("float32", "model-mean=0.485,0.456,0.406 model-std=0.229,0.224,0.225")),
             ),
+            (
+                "edgefirsttensor uint8, n-threads=2".into(),
+                measure(format, &ours("uint8", "").replace("n-threads=1", "n-threads=2")),
+            ),
         ];
         let in_bytes = gst_video::VideoInfo::builder(gst_video::VideoFormat::from_string(format), W, H)
             .build()

@@ -448,3 +448,31 @@ fn properties_keep_the_familiar_names_and_refuse_bad_values() {
 }
 
 use gst::glib;
+
+#[test]
+fn the_yuv_matrix_follows_the_caps_colorimetry() {
+    let convert = |colorimetry: &str| {
+        let mut h = harness(&[("model-width", "16"), ("model-height", "16"), ("fit", "stretch")]);
+        let caps = gst::Caps::builder("video/x-raw")
+            .field("format", "NV12")
+            .field("width", 32i32)
+            .field("height", 32i32)
+            .field("framerate", gst::Fraction::new(30, 1))
+            .field("colorimetry", colorimetry)
+            .build();
+        h.set_src_caps(caps);
+        let mut frame = gst::Buffer::with_size(32 * 48).unwrap();
+        {
+            let mut m = frame.get_mut().unwrap().map_writable().unwrap();
+            m[..32 * 32].fill(120); // Y
+            m[32 * 32..].iter_mut().enumerate().for_each(|(i, b)| *b = if i % 2 == 0 { 90 } else { 200 });
+            // U, V
+        }
+        h.push_and_pull(frame).unwrap().map_readable().unwrap()[..3].to_vec()
+    };
+    let bt601 = convert("bt601");
+    let bt709 = convert("bt709");
+    assert_ne!(bt601, bt709, "the matrix changes with the caps");
+    // Y=120, U=90, V=200 in BT.709 limited range: the red channel is well above the green.
+    assert!(bt709[0] > 200 && bt709[1] < 120, "{bt709:?}");
+}
