@@ -29,26 +29,28 @@ pub fn pixel_format(f: VideoFormat) -> Option<PixelFormat> {
     })
 }
 
+/// Every video format the tensor crate has a pixel format for: what the elements accept and the
+/// pool lays out with the tensor crate's plane table.
+pub const FORMATS: [VideoFormat; 15] = [
+    VideoFormat::Nv12,
+    VideoFormat::Nv21,
+    VideoFormat::Nv16,
+    VideoFormat::I420,
+    VideoFormat::Yv12,
+    VideoFormat::Yuy2,
+    VideoFormat::Uyvy,
+    VideoFormat::Rgb,
+    VideoFormat::Bgr,
+    VideoFormat::Rgba,
+    VideoFormat::Bgra,
+    VideoFormat::Rgbx,
+    VideoFormat::Bgrx,
+    VideoFormat::Gray8,
+    VideoFormat::Rgbp,
+];
+
 pub fn video_format(f: PixelFormat) -> Option<VideoFormat> {
-    [
-        VideoFormat::Rgb,
-        VideoFormat::Bgr,
-        VideoFormat::Rgba,
-        VideoFormat::Bgra,
-        VideoFormat::Rgbx,
-        VideoFormat::Bgrx,
-        VideoFormat::Gray8,
-        VideoFormat::Rgbp,
-        VideoFormat::Nv12,
-        VideoFormat::Nv21,
-        VideoFormat::Nv16,
-        VideoFormat::I420,
-        VideoFormat::Yv12,
-        VideoFormat::Yuy2,
-        VideoFormat::Uyvy,
-    ]
-    .into_iter()
-    .find(|&v| pixel_format(v) == Some(f))
+    FORMATS.into_iter().find(|&v| pixel_format(v) == Some(f))
 }
 
 /// Where each plane of one frame lives in the pool's single memory.
@@ -117,6 +119,7 @@ mod tests {
                 assert_eq!(v.to_str(), pf.name(), "GStreamer and tensor names agree");
             }
         }
+        assert!(FORMATS.iter().all(|&v| pixel_format(v).is_some()));
         assert_eq!(pixel_format(VideoFormat::Gray16Le), None);
     }
 }

@@ -12,23 +12,6 @@ use gst_video::VideoFormat;
 use gstedgefirst::TensorMeta;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-const FORMATS: [VideoFormat; 14] = [
-    VideoFormat::Nv12,
-    VideoFormat::Nv21,
-    VideoFormat::Nv16,
-    VideoFormat::I420,
-    VideoFormat::Yv12,
-    VideoFormat::Yuy2,
-    VideoFormat::Uyvy,
-    VideoFormat::Rgb,
-    VideoFormat::Bgr,
-    VideoFormat::Rgba,
-    VideoFormat::Bgra,
-    VideoFormat::Rgbx,
-    VideoFormat::Bgrx,
-    VideoFormat::Gray8,
-];
-
 fn harness(props: &[(&str, &str)]) -> gst_check::Harness {
     init();
     let mut h = gst_check::Harness::new("edgefirsttensor");
@@ -74,7 +57,7 @@ fn stat(h: &gst_check::Harness, name: &str) -> u64 {
 
 #[test]
 fn every_input_format_negotiates_the_model_tensor() {
-    for f in FORMATS {
+    for f in gstedgefirst::video::FORMATS {
         let mut h = harness(&[]);
         h.set_src_caps(video_caps(f, 64, 48));
         let info = gst_video::VideoInfo::from_caps(&video_caps(f, 64, 48)).unwrap();
@@ -124,20 +107,7 @@ fn chw_tensor_caps() {
 
 fn run_pipeline(launch: &str) -> Result<(), String> {
     init();
-    let p = gst::parse::launch(launch).unwrap();
-    p.set_state(gst::State::Playing).unwrap();
-    let bus = p.bus().unwrap();
-    let msg = bus
-        .timed_pop_filtered(
-            gst::ClockTime::from_seconds(10),
-            &[gst::MessageType::Eos, gst::MessageType::Error],
-        )
-        .unwrap();
-    p.set_state(gst::State::Null).unwrap();
-    match msg.view() {
-        gst::MessageView::Error(e) => Err(format!("{} {:?}", e.error(), e.debug())),
-        _ => Ok(()),
-    }
+    run_to_eos(&gst::parse::launch(launch).map_err(|e| e.to_string())?, 10)
 }
 
 #[test]

@@ -62,18 +62,7 @@ fn v4l2src_dmabuf_import_captures_into_our_pool() {
             gst::PadProbeReturn::Ok
         });
     }
-    pipeline.set_state(gst::State::Playing).unwrap();
-    let bus = pipeline.bus().unwrap();
-    let msg = bus
-        .timed_pop_filtered(
-            gst::ClockTime::from_seconds(120),
-            &[gst::MessageType::Eos, gst::MessageType::Error],
-        )
-        .expect("EOS or error within two minutes");
-    pipeline.set_state(gst::State::Null).unwrap();
-    if let gst::MessageView::Error(e) = msg.view() {
-        panic!("pipeline error: {} ({:?})", e.error(), e.debug());
-    }
+    run_to_eos(pipeline.upcast_ref(), 240).unwrap_or_else(|e| panic!("pipeline error: {e}"));
     let (ours, foreign) = (ours.load(Ordering::SeqCst), foreign.load(Ordering::SeqCst));
     println!("kernel lane: vivid v4l2src io-mode=dmabuf-import: {ours} frames in edgefirst DMA-BUFs, {foreign} elsewhere");
     assert!(proposed.load(Ordering::SeqCst) >= 1, "v4l2src asked downstream for a pool");
@@ -114,21 +103,9 @@ fn camera_into_edgefirsttensor(device: &str, planes: usize) {
             gst::PadProbeReturn::Ok
         });
     }
-    pipeline.set_state(gst::State::Playing).unwrap();
-    let msg = pipeline
-        .bus()
-        .unwrap()
-        .timed_pop_filtered(
-            gst::ClockTime::from_seconds(240),
-            &[gst::MessageType::Eos, gst::MessageType::Error],
-        )
-        .expect("EOS or error");
+    run_to_eos(pipeline.upcast_ref(), 240).unwrap_or_else(|e| panic!("pipeline error: {e}"));
     let t = pipeline.by_name("t").unwrap();
     let (misses, hits) = (t.property::<u64>("import-misses"), t.property::<u64>("import-hits"));
-    pipeline.set_state(gst::State::Null).unwrap();
-    if let gst::MessageView::Error(e) = msg.view() {
-        panic!("pipeline error: {} ({:?})", e.error(), e.debug());
-    }
     let frames = frames.load(Ordering::SeqCst) as u64;
     let buffers = inodes.lock().unwrap().len() / planes;
     println!(
@@ -184,19 +161,7 @@ fn camera_frames_converted_into_pool_dmabufs() {
             },
         );
     }
-    pipeline.set_state(gst::State::Playing).unwrap();
-    let msg = pipeline
-        .bus()
-        .unwrap()
-        .timed_pop_filtered(
-            gst::ClockTime::from_seconds(240),
-            &[gst::MessageType::Eos, gst::MessageType::Error],
-        )
-        .expect("EOS or error");
-    pipeline.set_state(gst::State::Null).unwrap();
-    if let gst::MessageView::Error(e) = msg.view() {
-        panic!("pipeline error: {} ({:?})", e.error(), e.debug());
-    }
+    run_to_eos(pipeline.upcast_ref(), 240).unwrap_or_else(|e| panic!("pipeline error: {e}"));
     let (dma, other) = (dma.load(Ordering::SeqCst), other.load(Ordering::SeqCst));
     println!("kernel lane: NV12 640x480 → float32 320x320 letterboxed: {dma} tensors in edgefirst DMA-BUFs, {other} elsewhere");
     assert!(dma >= 15);

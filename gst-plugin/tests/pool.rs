@@ -62,31 +62,13 @@ fn write_declared_allocator_falls_back_like_the_tensor_crate() {
     assert_eq!(heap, if dma_expected() { "system" } else { "memfd" }, "no CMA heap here");
 }
 
-const TENSOR_FORMATS: [VideoFormat; 15] = [
-    VideoFormat::Rgb,
-    VideoFormat::Bgr,
-    VideoFormat::Rgba,
-    VideoFormat::Bgra,
-    VideoFormat::Rgbx,
-    VideoFormat::Bgrx,
-    VideoFormat::Gray8,
-    VideoFormat::Rgbp,
-    VideoFormat::Nv12,
-    VideoFormat::Nv21,
-    VideoFormat::Nv16,
-    VideoFormat::I420,
-    VideoFormat::Yv12,
-    VideoFormat::Yuy2,
-    VideoFormat::Uyvy,
-];
-
 #[test]
 fn every_plane_stride_is_64_aligned_with_a_correct_video_meta() {
     init();
     let extra =
         [VideoFormat::Gray16Le, VideoFormat::Y444, VideoFormat::Nv24, VideoFormat::Rgb16, VideoFormat::Ayuv];
     let mut checked = 0;
-    for format in TENSOR_FORMATS.iter().chain(&extra).copied() {
+    for format in gstedgefirst::video::FORMATS.iter().chain(&extra).copied() {
         for (w, h) in [(321, 241), (322, 240), (640, 480), (1920, 1080)] {
             let pool = active_pool(&video_caps(format, w, h), 1, 2);
             let buf = pool.acquire_buffer(None).unwrap();
@@ -225,3 +207,16 @@ fn gtype_names_resolve() {
 }
 
 use gst::glib;
+
+#[test]
+fn min_buffers_are_preallocated_and_max_buffers_bound_the_pool() {
+    init();
+    let pool = active_pool(&video_caps(VideoFormat::Nv12, 64, 48), 2, 3);
+    assert_eq!(pool.stats().allocated_buffers, 2, "min-buffers allocated at activation");
+    let held: Vec<_> = (0..3).map(|_| pool.acquire_buffer(None).unwrap()).collect();
+    let dontwait = gst::BufferPoolAcquireParams::with_flags(gst::BufferPoolAcquireFlags::DONTWAIT);
+    assert_eq!(pool.acquire_buffer(Some(&dontwait)).unwrap_err(), gst::FlowError::Eos, "max-buffers reached");
+    drop(held);
+    assert!(pool.acquire_buffer(Some(&dontwait)).is_ok());
+    assert_eq!(pool.stats().allocated_buffers, 3);
+}

@@ -26,23 +26,6 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     )
 });
 
-pub(crate) const SINK_FORMATS: [VideoFormat; 14] = [
-    VideoFormat::Nv12,
-    VideoFormat::Nv21,
-    VideoFormat::Nv16,
-    VideoFormat::I420,
-    VideoFormat::Yv12,
-    VideoFormat::Yuy2,
-    VideoFormat::Uyvy,
-    VideoFormat::Rgb,
-    VideoFormat::Bgr,
-    VideoFormat::Rgba,
-    VideoFormat::Bgra,
-    VideoFormat::Rgbx,
-    VideoFormat::Bgrx,
-    VideoFormat::Gray8,
-];
-
 const DEFAULT_FILL: u32 = 0x8080_80ff;
 const DEFAULT_CACHE: u32 = 32;
 
@@ -691,11 +674,11 @@ impl ElementImpl for EdgeFirstTensor {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            let mut sink = gst_video::VideoCapsBuilder::new().format_list(SINK_FORMATS).build();
+            let mut sink = gst_video::VideoCapsBuilder::new().format_list(crate::video::FORMATS).build();
             sink.merge(
                 gst_video::VideoCapsBuilder::new()
                     .features([gst_allocators::CAPS_FEATURE_MEMORY_DMABUF])
-                    .format_list(SINK_FORMATS)
+                    .format_list(crate::video::FORMATS)
                     .build(),
             );
             let mut src = gst::Caps::builder(TENSORS_MEDIA_TYPE)

@@ -36,3 +36,18 @@ pub fn active_pool(caps: &gst::Caps, min: u32, max: u32) -> BufferPool {
 pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
+
+/// Play `pipeline` until EOS (within `seconds`) and stop it; a bus error comes back as its text.
+pub fn run_to_eos(pipeline: &gst::Element, seconds: u64) -> Result<(), String> {
+    pipeline.set_state(gst::State::Playing).map_err(|e| e.to_string())?;
+    let msg = pipeline.bus().unwrap().timed_pop_filtered(
+        gst::ClockTime::from_seconds(seconds),
+        &[gst::MessageType::Eos, gst::MessageType::Error],
+    );
+    pipeline.set_state(gst::State::Null).map_err(|e| e.to_string())?;
+    match msg.as_ref().map(|m| m.view()) {
+        Some(gst::MessageView::Error(e)) => Err(format!("{} {:?}", e.error(), e.debug())),
+        Some(_) => Ok(()),
+        None => Err(format!("no EOS within {seconds} s")),
+    }
+}

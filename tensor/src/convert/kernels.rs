@@ -397,28 +397,34 @@ unsafe fn horizontal_avx2(
     out: &mut [f32],
 ) -> usize {
     use std::arch::x86_64::*;
-    let n = out.len() / 8 * 8;
     let base = row.as_ptr();
+    unsafe { lerp_gathered(i0, i1, w, single, out, |idx| _mm256_i32gather_ps::<4>(base, idx)) }
+}
+
+/// `out[x] = g(i0) + w * (g(i1) - g(i0))` eight lanes at a time, `g` a gather of eight samples.
+/// Integer-ratio downscales (1920 → 640) put every tap on a sample (`single`): one gather only.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn lerp_gathered(
+    i0: &[u32],
+    i1: &[u32],
+    w: &[f32],
+    single: bool,
+    out: &mut [f32],
+    gather: impl Fn(std::arch::x86_64::__m256i) -> std::arch::x86_64::__m256,
+) -> usize {
+    use std::arch::x86_64::*;
+    let n = out.len().min(i0.len()).min(i1.len()).min(w.len()) / 8 * 8;
     let mut x = 0;
-    // Integer-ratio downscales (1920 → 640) put every tap on a sample: no second gather needed.
-    if single {
-        while x < n {
-            unsafe {
-                let ia = _mm256_loadu_si256(i0.as_ptr().add(x) as *const __m256i);
-                _mm256_storeu_ps(out.as_mut_ptr().add(x), _mm256_i32gather_ps::<4>(base, ia));
-            }
-            x += 8;
-        }
-        return n;
-    }
     while x < n {
         unsafe {
-            let ia = _mm256_loadu_si256(i0.as_ptr().add(x) as *const __m256i);
-            let ib = _mm256_loadu_si256(i1.as_ptr().add(x) as *const __m256i);
-            let a = _mm256_i32gather_ps::<4>(base, ia);
-            let b = _mm256_i32gather_ps::<4>(base, ib);
-            let wv = _mm256_loadu_ps(w.as_ptr().add(x));
-            let v = _mm256_fmadd_ps(wv, _mm256_sub_ps(b, a), a);
+            let a = gather(_mm256_loadu_si256(i0.as_ptr().add(x) as *const __m256i));
+            let v = if single {
+                a
+            } else {
+                let b = gather(_mm256_loadu_si256(i1.as_ptr().add(x) as *const __m256i));
+                _mm256_fmadd_ps(_mm256_loadu_ps(w.as_ptr().add(x)), _mm256_sub_ps(b, a), a)
+            };
             _mm256_storeu_ps(out.as_mut_ptr().add(x), v);
         }
         x += 8;
@@ -452,24 +458,13 @@ unsafe fn horizontal_bytes_avx2(
     out: &mut [f32],
 ) -> usize {
     use std::arch::x86_64::*;
-    let n = out.len() / 8 * 8;
+    // Dword gathers at byte offsets, masked to the byte: the caller checked the 3 bytes after
+    // every tap are inside `bytes`.
     let base = bytes.as_ptr() as *const i32;
     let low = _mm256_set1_epi32(0xff);
-    let mut x = 0;
-    while x < n {
-        unsafe {
-            let ia = _mm256_loadu_si256(i0.as_ptr().add(x) as *const __m256i);
-            let a = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_i32gather_epi32::<1>(base, ia), low));
-            let v = if single {
-                a
-            } else {
-                let ib = _mm256_loadu_si256(i1.as_ptr().add(x) as *const __m256i);
-                let b = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_i32gather_epi32::<1>(base, ib), low));
-                _mm256_fmadd_ps(_mm256_loadu_ps(w.as_ptr().add(x)), _mm256_sub_ps(b, a), a)
-            };
-            _mm256_storeu_ps(out.as_mut_ptr().add(x), v);
-        }
-        x += 8;
+    unsafe {
+        lerp_gathered(i0, i1, w, single, out, |idx| {
+            _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_i32gather_epi32::<1>(base, idx), low))
+        })
     }
-    n
 }
