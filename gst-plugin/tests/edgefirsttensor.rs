@@ -446,3 +446,34 @@ fn the_yuv_matrix_follows_the_caps_colorimetry() {
     // Y=120, U=90, V=200 in BT.709 limited range: the red channel is well above the green.
     assert!(bt709[0] > 200 && bt709[1] < 120, "{bt709:?}");
 }
+
+#[test]
+fn source_region_crops_before_the_fit() {
+    let mut h = harness(&[("model-width", "32"), ("model-height", "32"), ("source-region", "64,0,64,64")]);
+    h.set_src_caps(video_caps(VideoFormat::Gray8, 128, 64));
+    let mut frame = gst::Buffer::with_size(128 * 64).unwrap();
+    // Left half dark, right half bright: the region is the bright half only.
+    frame
+        .get_mut()
+        .unwrap()
+        .map_writable()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+        .for_each(|(i, b)| *b = if i % 128 < 64 { 10 } else { 240 });
+    let out = h.push_and_pull(frame).unwrap();
+    let m = meta_of(&out);
+    assert_eq!((m.source_x, m.source_width, m.content_width, m.content_height), (64, 64, 32, 32));
+    assert!(out.map_readable().unwrap().iter().all(|&b| b == 240));
+    let el = h.element().unwrap();
+    assert_eq!(el.property::<Option<String>>("source-region").as_deref(), Some("64,0,64,64"));
+    el.set_property("source-region", "1,2");
+    assert_eq!(el.property::<Option<String>>("source-region").as_deref(), Some("64,0,64,64"), "refused");
+    // A region outside the frame is refused at caps time.
+    let e = run_pipeline(
+        "videotestsrc num-buffers=1 ! video/x-raw,format=RGB,width=64,height=48 \
+         ! edgefirsttensor source-region=32,0,64,48 ! other/tensors ! fakesink",
+    )
+    .unwrap_err();
+    assert!(e.contains("out of bounds"), "{e}");
+}

@@ -7,8 +7,12 @@ use common::*;
 use gst::prelude::*;
 use gst_video::VideoFormat;
 
+/// The fd count is process-wide: the tests in this binary take turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn no_fd_left_after_a_thousand_cycles_and_teardown() {
+    let _serial = SERIAL.lock().unwrap();
     init();
     let before = open_fds();
     {
@@ -29,4 +33,24 @@ fn no_fd_left_after_a_thousand_cycles_and_teardown() {
         pool.set_active(false).unwrap();
     }
     assert_eq!(open_fds(), before, "every fd closed after teardown");
+}
+
+#[test]
+fn element_state_cycles_leave_no_fd_behind() {
+    let _serial = SERIAL.lock().unwrap();
+    init();
+    let run = || {
+        let p = gst::parse::launch(
+            "videotestsrc num-buffers=5 ! video/x-raw,format=NV12,width=320,height=240 \
+             ! edgefirsttensor model-width=160 model-height=160 model-dtype=float32 n-threads=2 ! fakesink",
+        )
+        .unwrap();
+        run_to_eos(&p, 20).unwrap();
+    };
+    run(); // first use registers types and opens whatever GStreamer keeps for the process
+    let before = open_fds();
+    for _ in 0..20 {
+        run();
+    }
+    assert_eq!(open_fds(), before, "pipelines with the element built and torn down 20 times");
 }

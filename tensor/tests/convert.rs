@@ -389,3 +389,17 @@ fn bad_input_is_refused() {
     )
     .is_err());
 }
+
+#[test]
+fn integer_ratio_downscales_take_the_direct_paths() {
+    // 96x72 → 32x24 puts every tap on a source sample (weight 0): rows are gathered straight
+    // from the frame, four-byte pixels in one gather each. Compared like every other case.
+    for (i, format) in formats().enumerate() {
+        let frame = Frame::random(format, 96, 72, 100 + i as u64);
+        for cs in [Colorspace::Rgb, Colorspace::Rgba] {
+            let spec = ConvertSpec { fit: FitMode::Stretch, ..Default::default() };
+            check(&frame, DstLayout::dense(32, 24, cs, false, DType::U8), &spec, 1);
+            check(&frame, DstLayout::dense(32, 32, cs, true, DType::F32), &ConvertSpec::default(), 2);
+        }
+    }
+}

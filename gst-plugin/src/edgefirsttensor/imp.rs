@@ -4,7 +4,7 @@ use crate::import_cache::{ImportCache, ImportKey};
 use crate::meta::{dtype_code, TensorInfo, TensorMeta};
 use crate::video::pixel_format;
 use edgefirst_tensor::convert::{ConvertSpec, Converter, DstLayout, SrcImage};
-use edgefirst_tensor::preprocess::{parse_rgb_triplet, Colorimetry, ContentRegion, Interpolation};
+use edgefirst_tensor::preprocess::{parse_rgb_triplet, Colorimetry, ContentRegion, Interpolation, Region};
 use edgefirst_tensor::{
     byte_strides, CpuAccess, DType, PixelFormat, PixelLayout, PlaneDescriptor, StrideSpec, TensorDyn,
 };
@@ -45,6 +45,8 @@ struct Settings {
     quant_zero_point: i32,
     n_threads: u32,
     import_cache_size: u32,
+    /// The part of the frame to use (x, y, width, height); the whole frame when None.
+    source_region: Option<Region>,
 }
 
 impl Default for Settings {
@@ -64,6 +66,7 @@ impl Default for Settings {
             quant_zero_point: 0,
             n_threads: 1,
             import_cache_size: DEFAULT_CACHE,
+            source_region: None,
         }
     }
 }
@@ -118,6 +121,9 @@ impl Settings {
         if self.quant_scale != 0.0 {
             why.push("quantization".into());
         }
+        if let Some(r) = self.source_region {
+            why.push(format!("crop to {}x{} at ({}, {})", r.width, r.height, r.x, r.y));
+        }
         (!why.is_empty()).then(|| why.join(", "))
     }
 
@@ -145,6 +151,7 @@ impl Settings {
             quantization: (self.quant_scale != 0.0)
                 .then_some((self.quant_scale as f32, self.quant_zero_point)),
             fill: [(c >> 24) as u8, (c >> 16) as u8, (c >> 8) as u8, c as u8],
+            source_region: self.source_region,
             ..ConvertSpec::default()
         }
     }
@@ -428,6 +435,21 @@ impl EdgeFirstTensor {
     }
 }
 
+/// "x,y,width,height" → a region; empty → none. Bounds are checked against the frame at caps time.
+fn parse_region(text: &str) -> Result<Option<Region>, String> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let v: Vec<usize> = text
+        .split(',')
+        .map(|p| p.trim().parse::<usize>().map_err(|_| format!("`{p}` in `{text}` is not a pixel count")))
+        .collect::<Result<_, _>>()?;
+    match v[..] {
+        [x, y, width, height] if width > 0 && height > 0 => Ok(Some(Region { x, y, width, height })),
+        _ => Err(format!("`{text}` is not x,y,width,height with a non-zero size")),
+    }
+}
+
 /// The geometry of a frame that is its own tensor: the picture fills it, scale 1.
 fn passthrough_content(w: usize, h: usize) -> ContentRegion {
     edgefirst_tensor::preprocess::letterbox_rect(
@@ -524,6 +546,11 @@ impl ObjectImpl for EdgeFirstTensor {
                     .default_value(0)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecString::builder("source-region")
+                    .nick("Source region")
+                    .blurb("Part of the frame to convert as \"x,y,width,height\" in pixels (empty: the whole frame)")
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecUInt::builder("n-threads")
                     .nick("Threads")
                     .blurb("Threads converting each frame (rows are split between them)")
@@ -587,6 +614,13 @@ impl ObjectImpl for EdgeFirstTensor {
             "model-quant-scale" => s.quant_scale = value.get().unwrap(),
             "model-quant-zero-point" => s.quant_zero_point = value.get().unwrap(),
             "n-threads" => s.n_threads = value.get().unwrap(),
+            "source-region" => {
+                let text: Option<String> = value.get().unwrap();
+                match parse_region(text.as_deref().unwrap_or("")) {
+                    Ok(r) => s.source_region = r,
+                    Err(e) => gst::error!(CAT, imp = self, "source-region refused: {e}"),
+                }
+            }
             "fill-color" => s.fill_color = value.get().unwrap(),
             name @ ("model-mean" | "model-std") => {
                 let text: Option<String> = value.get().unwrap();
@@ -639,6 +673,9 @@ impl ObjectImpl for EdgeFirstTensor {
             "model-quant-scale" => s.quant_scale.to_value(),
             "model-quant-zero-point" => s.quant_zero_point.to_value(),
             "n-threads" => s.n_threads.to_value(),
+            "source-region" => {
+                s.source_region.map(|r| format!("{},{},{},{}", r.x, r.y, r.width, r.height)).to_value()
+            }
             "fill-color" => s.fill_color.to_value(),
             "model-mean" => triplet(s.mean).to_value(),
             "model-std" => triplet(s.std).to_value(),

@@ -302,6 +302,28 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         }
         // Horizontal pass: every component sampled at every content column. The tap indices were
         // built inside each plane's window, which is what `vrows` (or the direct row) holds.
+        // Four-byte pixels (RGBA, BGRx, …) read straight from the frame: one dword gather brings
+        // every component of a pixel, instead of one gather per component.
+        #[cfg(target_arch = "x86_64")]
+        if let (Some((p0, p1, pmax)), Some(bytes)) = (&c.pixel_taps, direct[0]) {
+            assert!(*pmax as usize + 4 <= bytes.len(), "dword gathers stay inside the row");
+            unsafe {
+                horizontal_pixels_avx2(
+                    bytes,
+                    p0,
+                    p1,
+                    &c.weights_luma,
+                    c.luma_on_samples,
+                    &c.comps,
+                    &mut s.comps,
+                )
+            };
+            colour(c, s);
+            store_content(c, dst, y, &s.chans, &mut s.bytes);
+            pad(c, dst, y, 0, rect.x);
+            pad(c, dst, y, rect.x + rect.width, c.dst.width - rect.x - rect.width);
+            continue;
+        }
         for (k, comp) in c.comps.iter().enumerate() {
             let (i0, i1) = &c.taps[k];
             let w = if comp.chroma { &c.weights_chroma } else { &c.weights_luma };
@@ -466,5 +488,57 @@ unsafe fn horizontal_bytes_avx2(
         lerp_gathered(i0, i1, w, single, out, |idx| {
             _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_i32gather_epi32::<1>(base, idx), low))
         })
+    }
+}
+
+/// Every component of four-byte pixels from one dword gather per tap: component `k` is byte
+/// `comps[k].offset` of the pixel. `bytes` holds the 4 bytes at every tap.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn horizontal_pixels_avx2(
+    bytes: &[u8],
+    i0: &[u32],
+    i1: &[u32],
+    w: &[f32],
+    single: bool,
+    comps: &[super::Comp],
+    out: &mut [Vec<f32>; 4],
+) {
+    use std::arch::x86_64::*;
+    let n = out[0].len().min(i0.len()).min(i1.len()).min(w.len());
+    let base = bytes.as_ptr() as *const i32;
+    let low = _mm256_set1_epi32(0xff);
+    let lanes = n / 8 * 8;
+    let mut x = 0;
+    while x < lanes {
+        unsafe {
+            let a =
+                _mm256_i32gather_epi32::<1>(base, _mm256_loadu_si256(i0.as_ptr().add(x) as *const __m256i));
+            let b = if single {
+                a
+            } else {
+                _mm256_i32gather_epi32::<1>(base, _mm256_loadu_si256(i1.as_ptr().add(x) as *const __m256i))
+            };
+            let wv = _mm256_loadu_ps(w.as_ptr().add(x));
+            for (k, comp) in comps.iter().enumerate() {
+                let shift = _mm_cvtsi32_si128(8 * comp.offset as i32);
+                let fa = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(a, shift), low));
+                let v = if single {
+                    fa
+                } else {
+                    let fb = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(b, shift), low));
+                    _mm256_fmadd_ps(wv, _mm256_sub_ps(fb, fa), fa)
+                };
+                _mm256_storeu_ps(out[k].as_mut_ptr().add(x), v);
+            }
+        }
+        x += 8;
+    }
+    for x in lanes..n {
+        for (k, comp) in comps.iter().enumerate() {
+            let (a, b) =
+                (bytes[i0[x] as usize + comp.offset] as f32, bytes[i1[x] as usize + comp.offset] as f32);
+            out[k][x] = a + w[x] * (b - a);
+        }
     }
 }

@@ -261,6 +261,9 @@ pub struct Converter {
     chroma_on_samples: bool,
     /// Per component: its largest tap index (bounds for the direct byte gathers).
     tap_max: Vec<u32>,
+    /// Four-byte packed pixels on a CPU with AVX2: the pixels' start taps (and the largest), for
+    /// gathering whole pixels at once.
+    pixel_taps: Option<(Vec<u32>, Vec<u32>, u32)>,
     /// YUV → RGB matrix and offsets (f32).
     matrix: [[f32; 3]; 3],
     offsets: [f32; 3],
@@ -447,6 +450,7 @@ impl Converter {
             luma_on_samples: cols_luma.w.iter().all(|&w| w == 0.0),
             chroma_on_samples: cols_chroma.w.iter().all(|&w| w == 0.0),
             tap_max: Vec::new(),
+            pixel_taps: None,
             weights_luma: cols_luma.w,
             weights_chroma: cols_chroma.w,
             matrix,
@@ -461,6 +465,7 @@ impl Converter {
         };
         conv.fill_row = kernels::fill_row(&conv);
         conv.tap_max = conv.taps.iter().map(|(a, b)| a.iter().chain(b).copied().max().unwrap_or(0)).collect();
+        conv.pixel_taps = conv.make_pixel_taps();
         Ok(conv)
     }
 
@@ -473,10 +478,27 @@ impl Converter {
         &self.dst
     }
 
+    /// The taps of whole four-byte pixels (the component at offset 0), when the format has them.
+    fn make_pixel_taps(&self) -> Option<(Vec<u32>, Vec<u32>, u32)> {
+        let four = matches!(
+            self.format,
+            PixelFormat::Rgba | PixelFormat::Bgra | PixelFormat::Rgbx | PixelFormat::Bgrx
+        );
+        if !self.avx2 || !four {
+            return None;
+        }
+        // Every four-byte format lists a component at byte 0 (R or B): its taps are the pixels'.
+        let k = self.comps.iter().position(|c| c.offset == 0)?;
+        let (i0, i1) = self.taps[k].clone();
+        let max = i0.iter().chain(&i1).copied().max().unwrap_or(0);
+        Some((i0, i1, max))
+    }
+
     /// Use the AVX2 kernels when the CPU has them (the default), or the baseline ones: both must
     /// give the same tensor, which the tests check.
     pub fn set_simd(&mut self, enabled: bool) {
         self.avx2 = enabled && detect_avx2();
+        self.pixel_taps = self.make_pixel_taps();
     }
 
     pub fn simd(&self) -> bool {
