@@ -43,6 +43,13 @@ fn fd_buffer(fd: &OwnedFd, size: usize) -> gst::Buffer {
     b
 }
 
+/// A system-memory frame of `size` bytes, byte i being `f(i)`.
+fn patterned(size: usize, f: impl Fn(usize) -> u8) -> gst::Buffer {
+    let mut frame = gst::Buffer::with_size(size).unwrap();
+    frame.get_mut().unwrap().map_writable().unwrap().iter_mut().enumerate().for_each(|(i, b)| *b = f(i));
+    frame
+}
+
 fn out_caps(h: &mut gst_check::Harness) -> String {
     h.sinkpad().unwrap().current_caps().unwrap().to_string()
 }
@@ -131,15 +138,7 @@ fn letterboxed_float_tensor_with_mean_std_and_its_geometry() {
         ("model-std", "0.229,0.224,0.225"),
     ]);
     h.set_src_caps(video_caps(VideoFormat::Nv12, 128, 72));
-    let mut frame = gst::Buffer::with_size(128 * 108).unwrap();
-    frame
-        .get_mut()
-        .unwrap()
-        .map_writable()
-        .unwrap()
-        .iter_mut()
-        .enumerate()
-        .for_each(|(i, b)| *b = (i * 7) as u8);
+    let frame = patterned(128 * 108, |i| (i * 7) as u8);
     let out = h.push_and_pull(frame.clone()).unwrap();
     assert!(out_caps(&mut h).contains("types=(string)float32, dimensions=(string)64:64:3:1"));
     let m = meta_of(&out);
@@ -186,15 +185,7 @@ fn int8_quantized_bgr_and_threads() {
             ("n-threads", threads),
         ]);
         h.set_src_caps(video_caps(VideoFormat::Yuy2, 100, 50));
-        let mut frame = gst::Buffer::with_size(200 * 50).unwrap();
-        frame
-            .get_mut()
-            .unwrap()
-            .map_writable()
-            .unwrap()
-            .iter_mut()
-            .enumerate()
-            .for_each(|(i, b)| *b = (i % 251) as u8);
+        let frame = patterned(200 * 50, |i| (i % 251) as u8);
         let out = h.push_and_pull(frame).unwrap();
         assert!(out_caps(&mut h).contains("types=(string)int8, dimensions=(string)3:40:30:1"));
         let m = meta_of(&out);
@@ -451,16 +442,8 @@ fn the_yuv_matrix_follows_the_caps_colorimetry() {
 fn source_region_crops_before_the_fit() {
     let mut h = harness(&[("model-width", "32"), ("model-height", "32"), ("source-region", "64,0,64,64")]);
     h.set_src_caps(video_caps(VideoFormat::Gray8, 128, 64));
-    let mut frame = gst::Buffer::with_size(128 * 64).unwrap();
     // Left half dark, right half bright: the region is the bright half only.
-    frame
-        .get_mut()
-        .unwrap()
-        .map_writable()
-        .unwrap()
-        .iter_mut()
-        .enumerate()
-        .for_each(|(i, b)| *b = if i % 128 < 64 { 10 } else { 240 });
+    let frame = patterned(128 * 64, |i| if i % 128 < 64 { 10 } else { 240 });
     let out = h.push_and_pull(frame).unwrap();
     let m = meta_of(&out);
     assert_eq!((m.source_x, m.source_width, m.content_width, m.content_height), (64, 64, 32, 32));
