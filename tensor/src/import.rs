@@ -41,7 +41,9 @@ pub struct FileIdentity {
 
 pub fn file_identity(fd: BorrowedFd<'_>) -> Result<FileIdentity> {
     let st = rustix::fs::fstat(fd).map_err(|e| Error::io("fstat", e))?;
-    Ok(FileIdentity { dev: st.st_dev, ino: st.st_ino, size: crate::backing::fd_size(fd)? as u64 })
+    // One fstat per plane per frame: only an exporter that reports no size costs a second call.
+    let size = if st.st_size > 0 { st.st_size as u64 } else { crate::backing::fd_size(fd)? as u64 };
+    Ok(FileIdentity { dev: st.st_dev, ino: st.st_ino, size })
 }
 
 /// The (device, inode) pair of a file: the key that names one kernel buffer whatever fd number

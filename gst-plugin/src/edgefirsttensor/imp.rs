@@ -172,6 +172,8 @@ struct Negotiated {
     tensor: Option<TensorCaps>,
     /// Present when the output is converted (not the input frame itself).
     converter: Option<Converter>,
+    /// The quantization the converter applies, reported in every buffer's meta.
+    quantization: Option<(f32, i32)>,
 }
 
 /// What must match for a cached import to be served for this frame.
@@ -887,7 +889,8 @@ impl BaseTransformImpl for EdgeFirstTensor {
         let mut st = self.state.lock().unwrap();
         // A new geometry or producer: cached imports must not keep its old buffers pinned.
         st.cache.flush();
-        st.negotiated = Some(Negotiated { info, format, output, tensor, converter });
+        let quantization = spec.quantization;
+        st.negotiated = Some(Negotiated { info, format, output, tensor, converter, quantization });
         Ok(())
     }
 
@@ -1027,8 +1030,7 @@ impl BaseTransformImpl for EdgeFirstTensor {
             })?;
         }
         drop(frame);
-        let quant = self.settings.lock().unwrap().spec(Colorimetry::default()).quantization;
-        let info = Self::converted_info(neg, conv, buffer_id, quant);
+        let info = Self::converted_info(neg, conv, buffer_id, neg.quantization);
         TensorMeta::add(outbuf, &info);
         Ok(gst::FlowSuccess::Ok)
     }
