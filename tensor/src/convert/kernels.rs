@@ -324,7 +324,27 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             pad(c, dst, y, rect.x + rect.width, c.dst.width - rect.x - rect.width);
             continue;
         }
+        // Interleaved chroma (NV12's UV) blended into f32: each tap's U and V come as one 64-bit
+        // pair, half the loads of gathering them apart.
+        #[cfg(target_arch = "x86_64")]
+        let paired = match c.chroma_pair {
+            Some((ku, kv)) if c.avx2 && direct[c.comps[ku].plane].is_none() => {
+                let (i0, i1) = &c.taps[ku];
+                let [.., cu, cv] = pick2(&mut s.comps, ku, kv);
+                let row = &s.vrows[c.comps[ku].plane];
+                // The plan's largest U tap, and the V right after it, inside the blended row.
+                assert!(c.tap_max[ku] as usize + 2 <= row.len(), "pairs stay inside the row");
+                unsafe { horizontal_pairs_avx2(row, i0, i1, &c.weights_chroma, c.chroma_on_samples, cu, cv) };
+                Some((ku, kv))
+            }
+            _ => None,
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let paired: Option<(usize, usize)> = None;
         for (k, comp) in c.comps.iter().enumerate() {
+            if paired.is_some_and(|(ku, kv)| k == ku || k == kv) {
+                continue;
+            }
             let (i0, i1) = &c.taps[k];
             let w = if comp.chroma { &c.weights_chroma } else { &c.weights_luma };
             let single = if comp.chroma { c.chroma_on_samples } else { c.luma_on_samples };
@@ -540,5 +560,68 @@ unsafe fn horizontal_pixels_avx2(
                 (bytes[i0[x] as usize + comp.offset] as f32, bytes[i1[x] as usize + comp.offset] as f32);
             out[k][x] = a + w[x] * (b - a);
         }
+    }
+}
+
+/// Two distinct rows of `rows`, mutably: `[.., a, b]` are rows `ka` and `kb`.
+#[cfg(target_arch = "x86_64")]
+fn pick2(rows: &mut [Vec<f32>; 4], ka: usize, kb: usize) -> [&mut Vec<f32>; 2] {
+    assert_ne!(ka, kb);
+    let [r0, r1, r2, r3] = rows;
+    let mut all = [Some(r0), Some(r1), Some(r2), Some(r3)];
+    [all[ka].take().unwrap(), all[kb].take().unwrap()]
+}
+
+/// `u[x], v[x]` from the (U, V) f32 pairs of `row` at taps `i0` (the U of each pair) and `i1`,
+/// eight pixels per iteration: two 64-bit gathers per tap bring eight pairs.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn horizontal_pairs_avx2(
+    row: &[f32],
+    i0: &[u32],
+    i1: &[u32],
+    w: &[f32],
+    single: bool,
+    u: &mut [f32],
+    v: &mut [f32],
+) {
+    use std::arch::x86_64::*;
+    let n = u.len().min(v.len()).min(i0.len()).min(i1.len()).min(w.len());
+    let base = row.as_ptr() as *const f64;
+    // Eight (U, V) pairs at the taps in `idx`, split into eight U and eight V.
+    let gather = |idx: *const u32| unsafe {
+        let lo = _mm256_castpd_ps(_mm256_i32gather_pd::<4>(base, _mm_loadu_si128(idx as *const __m128i)));
+        let hi =
+            _mm256_castpd_ps(_mm256_i32gather_pd::<4>(base, _mm_loadu_si128(idx.add(4) as *const __m128i)));
+        // Within each 128-bit lane: U from even slots, V from odd; then the lanes back in order.
+        let us = _mm256_shuffle_ps::<0b10_00_10_00>(lo, hi);
+        let vs = _mm256_shuffle_ps::<0b11_01_11_01>(lo, hi);
+        let order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+        (_mm256_permutevar8x32_ps(us, order), _mm256_permutevar8x32_ps(vs, order))
+    };
+    let lanes = n / 8 * 8;
+    let mut x = 0;
+    while x < lanes {
+        unsafe {
+            let (ua, va) = gather(i0.as_ptr().add(x));
+            let (uo, vo) = if single {
+                (ua, va)
+            } else {
+                let (ub, vb) = gather(i1.as_ptr().add(x));
+                let wv = _mm256_loadu_ps(w.as_ptr().add(x));
+                (
+                    _mm256_fmadd_ps(wv, _mm256_sub_ps(ub, ua), ua),
+                    _mm256_fmadd_ps(wv, _mm256_sub_ps(vb, va), va),
+                )
+            };
+            _mm256_storeu_ps(u.as_mut_ptr().add(x), uo);
+            _mm256_storeu_ps(v.as_mut_ptr().add(x), vo);
+        }
+        x += 8;
+    }
+    for x in lanes..n {
+        let (a, b) = (i0[x] as usize, i1[x] as usize);
+        u[x] = row[a] + w[x] * (row[b] - row[a]);
+        v[x] = row[a + 1] + w[x] * (row[b + 1] - row[a + 1]);
     }
 }

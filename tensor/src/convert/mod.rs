@@ -264,6 +264,9 @@ pub struct Converter {
     /// Four-byte packed pixels on a CPU with AVX2: the pixels' start taps (and the largest), for
     /// gathering whole pixels at once.
     pixel_taps: Option<(Vec<u32>, Vec<u32>, u32)>,
+    /// Interleaved chroma: the components (U-or-V first in memory, then the other) whose taps are
+    /// one f32 apart in the same plane, gathered as pairs.
+    chroma_pair: Option<(usize, usize)>,
     /// YUV → RGB matrix and offsets (f32).
     matrix: [[f32; 3]; 3],
     offsets: [f32; 3],
@@ -451,6 +454,7 @@ impl Converter {
             chroma_on_samples: cols_chroma.w.iter().all(|&w| w == 0.0),
             tap_max: Vec::new(),
             pixel_taps: None,
+            chroma_pair: None,
             weights_luma: cols_luma.w,
             weights_chroma: cols_chroma.w,
             matrix,
@@ -466,6 +470,17 @@ impl Converter {
         conv.fill_row = kernels::fill_row(&conv);
         conv.tap_max = conv.taps.iter().map(|(a, b)| a.iter().chain(b).copied().max().unwrap_or(0)).collect();
         conv.pixel_taps = conv.make_pixel_taps();
+        conv.chroma_pair = conv.comps.iter().enumerate().find_map(|(ka, a)| {
+            let kb = conv.comps.iter().position(|b| {
+                b.chroma
+                    && a.chroma
+                    && b.plane == a.plane
+                    && a.step == 2
+                    && b.step == 2
+                    && b.offset == a.offset + 1
+            })?;
+            Some((ka, kb))
+        });
         Ok(conv)
     }
 
