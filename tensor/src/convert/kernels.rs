@@ -12,6 +12,9 @@ use super::{Colorspace, Converter, Scratch, SrcImage, SrcKind};
 use crate::dtype::{f16, DType};
 use std::ops::Range;
 
+/// A plane's two source rows (from the window start) and the vertical weight of the second.
+type DirectRows<'a> = (&'a [u8], &'a [u8], f32);
+
 #[derive(Clone, Copy)]
 pub(super) struct SendPtr(pub(super) *mut u8);
 unsafe impl Send for SendPtr {}
@@ -269,10 +272,11 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             continue;
         }
         let cy = y - rect.y;
-        // Vertical pass: each plane's needed bytes of the two source rows, blended. A row that
-        // falls exactly on a source row (weight 0: every row of an integer-ratio downscale) is
-        // not converted at all with AVX2: the horizontal pass gathers its bytes directly.
-        let mut direct: [Option<&[u8]>; 3] = [None; 3];
+        // Per plane, one of two orders. Downscaling with AVX2, the horizontal taps are gathered
+        // straight from the two source rows' bytes (a dword per tap brings every component of a
+        // pixel, or U and V together) and blended at output width; otherwise the two rows are
+        // first blended at window width into f32 and the taps gathered from that.
+        let mut direct: [Option<DirectRows<'_>>; 3] = [None; 3];
         for p in 0..c.format.num_planes() {
             let (lo, hi) = c.plane_window[p];
             if hi <= lo {
@@ -282,9 +286,10 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             let (bytes, stride) = src.planes[p];
             let (s0, s1) = (axis.i0[cy] * stride, axis.i1[cy] * stride);
             let w = axis.w[cy];
-            // Dword gathers read up to 3 bytes past the last tap: only where the plane has them.
-            if c.avx2 && w == 0.0 && s0 + hi + 3 <= bytes.len() {
-                direct[p] = Some(&bytes[s0 + lo..]);
+            // Dword gathers read up to 3 bytes past a plane's last tap: only where the rows have them.
+            let room = s0.max(s1) + hi + 3 <= bytes.len();
+            if c.avx2 && room && (w == 0.0 || c.plane_downscaled[p]) {
+                direct[p] = Some((&bytes[s0 + lo..], &bytes[s1 + lo..], w));
                 continue;
             }
             let (r0, r1) = (&bytes[s0 + lo..s0 + hi], &bytes[s1 + lo..s1 + hi]);
@@ -300,29 +305,17 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 }
             }
         }
-        // Horizontal pass: every component sampled at every content column. The tap indices were
-        // built inside each plane's window, which is what `vrows` (or the direct row) holds.
-        // Four-byte pixels (RGBA, BGRx, …) read straight from the frame: one dword gather brings
-        // every component of a pixel, instead of one gather per component.
         #[cfg(target_arch = "x86_64")]
-        if let (Some((p0, p1, pmax)), Some(bytes)) = (&c.pixel_taps, direct[0]) {
-            assert!(*pmax as usize + 4 <= bytes.len(), "dword gathers stay inside the row");
-            unsafe {
-                horizontal_pixels_avx2(
-                    bytes,
-                    p0,
-                    p1,
-                    &c.weights_luma,
-                    c.luma_on_samples,
-                    &c.comps,
-                    &mut s.comps,
-                )
-            };
-            colour(c, s);
-            store_content(c, dst, y, &s.chans, &mut s.bytes);
-            pad(c, dst, y, 0, rect.x);
-            pad(c, dst, y, rect.x + rect.width, c.dst.width - rect.x - rect.width);
-            continue;
+        for g in &c.groups {
+            if let Some((r0, r1, wy)) = direct[g.plane] {
+                let (wx, single) = if g.chroma {
+                    (&c.weights_chroma, c.chroma_on_samples)
+                } else {
+                    (&c.weights_luma, c.luma_on_samples)
+                };
+                assert!(g.max as usize + 4 <= r0.len().min(r1.len()), "dword gathers stay inside the rows");
+                unsafe { group_avx2(r0, r1, wy, g, wx, single, &mut s.comps) };
+            }
         }
         // Interleaved chroma (NV12's UV) blended into f32: each tap's U and V come as one 64-bit
         // pair, half the loads of gathering them apart.
@@ -342,20 +335,13 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         #[cfg(not(target_arch = "x86_64"))]
         let paired: Option<(usize, usize)> = None;
         for (k, comp) in c.comps.iter().enumerate() {
-            if paired.is_some_and(|(ku, kv)| k == ku || k == kv) {
+            if direct[comp.plane].is_some() || paired.is_some_and(|(ku, kv)| k == ku || k == kv) {
                 continue;
             }
             let (i0, i1) = &c.taps[k];
             let w = if comp.chroma { &c.weights_chroma } else { &c.weights_luma };
             let single = if comp.chroma { c.chroma_on_samples } else { c.luma_on_samples };
-            match direct[comp.plane] {
-                Some(bytes) => {
-                    // The plan's largest tap plus the 3 bytes a dword gather reads past it.
-                    assert!(c.tap_max[k] as usize + 4 <= bytes.len(), "dword gathers stay inside the row");
-                    horizontal_bytes(bytes, i0, i1, w, single, &mut s.comps[k])
-                }
-                None => horizontal(c.avx2, &s.vrows[comp.plane], i0, i1, w, single, &mut s.comps[k]),
-            }
+            horizontal(c.avx2, &s.vrows[comp.plane], i0, i1, w, single, &mut s.comps[k]);
         }
         colour(c, s);
         store_content(c, dst, y, &s.chans, &mut s.bytes);
@@ -474,95 +460,6 @@ unsafe fn lerp_gathered(
     n
 }
 
-/// The horizontal pass straight from a source row's bytes (AVX2 only: see the vertical pass).
-/// `bytes` holds at least 3 bytes past every tap.
-#[inline(always)]
-fn horizontal_bytes(bytes: &[u8], i0: &[u32], i1: &[u32], w: &[f32], single: bool, out: &mut [f32]) {
-    let n = out.len().min(i0.len()).min(i1.len()).min(w.len());
-    #[cfg(target_arch = "x86_64")]
-    let start = unsafe { horizontal_bytes_avx2(bytes, &i0[..n], &i1[..n], &w[..n], single, &mut out[..n]) };
-    #[cfg(not(target_arch = "x86_64"))]
-    let start = 0;
-    for x in start..n {
-        let (a, b) = (bytes[i0[x] as usize] as f32, bytes[i1[x] as usize] as f32);
-        out[x] = a + w[x] * (b - a);
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn horizontal_bytes_avx2(
-    bytes: &[u8],
-    i0: &[u32],
-    i1: &[u32],
-    w: &[f32],
-    single: bool,
-    out: &mut [f32],
-) -> usize {
-    use std::arch::x86_64::*;
-    // Dword gathers at byte offsets, masked to the byte: the caller checked the 3 bytes after
-    // every tap are inside `bytes`.
-    let base = bytes.as_ptr() as *const i32;
-    let low = _mm256_set1_epi32(0xff);
-    unsafe {
-        lerp_gathered(i0, i1, w, single, out, |idx| {
-            _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_i32gather_epi32::<1>(base, idx), low))
-        })
-    }
-}
-
-/// Every component of four-byte pixels from one dword gather per tap: component `k` is byte
-/// `comps[k].offset` of the pixel. `bytes` holds the 4 bytes at every tap.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn horizontal_pixels_avx2(
-    bytes: &[u8],
-    i0: &[u32],
-    i1: &[u32],
-    w: &[f32],
-    single: bool,
-    comps: &[super::Comp],
-    out: &mut [Vec<f32>; 4],
-) {
-    use std::arch::x86_64::*;
-    let n = out[0].len().min(i0.len()).min(i1.len()).min(w.len());
-    let base = bytes.as_ptr() as *const i32;
-    let low = _mm256_set1_epi32(0xff);
-    let lanes = n / 8 * 8;
-    let mut x = 0;
-    while x < lanes {
-        unsafe {
-            let a =
-                _mm256_i32gather_epi32::<1>(base, _mm256_loadu_si256(i0.as_ptr().add(x) as *const __m256i));
-            let b = if single {
-                a
-            } else {
-                _mm256_i32gather_epi32::<1>(base, _mm256_loadu_si256(i1.as_ptr().add(x) as *const __m256i))
-            };
-            let wv = _mm256_loadu_ps(w.as_ptr().add(x));
-            for (k, comp) in comps.iter().enumerate() {
-                let shift = _mm_cvtsi32_si128(8 * comp.offset as i32);
-                let fa = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(a, shift), low));
-                let v = if single {
-                    fa
-                } else {
-                    let fb = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(b, shift), low));
-                    _mm256_fmadd_ps(wv, _mm256_sub_ps(fb, fa), fa)
-                };
-                _mm256_storeu_ps(out[k].as_mut_ptr().add(x), v);
-            }
-        }
-        x += 8;
-    }
-    for x in lanes..n {
-        for (k, comp) in comps.iter().enumerate() {
-            let (a, b) =
-                (bytes[i0[x] as usize + comp.offset] as f32, bytes[i1[x] as usize + comp.offset] as f32);
-            out[k][x] = a + w[x] * (b - a);
-        }
-    }
-}
-
 /// Two distinct rows of `rows`, mutably: `[.., a, b]` are rows `ka` and `kb`.
 #[cfg(target_arch = "x86_64")]
 fn pick2(rows: &mut [Vec<f32>; 4], ka: usize, kb: usize) -> [&mut Vec<f32>; 2] {
@@ -623,5 +520,73 @@ unsafe fn horizontal_pairs_avx2(
         let (a, b) = (i0[x] as usize, i1[x] as usize);
         u[x] = row[a] + w[x] * (row[b] - row[a]);
         v[x] = row[a + 1] + w[x] * (row[b + 1] - row[a + 1]);
+    }
+}
+
+/// One gather group's components at every content column, straight from two source rows' bytes:
+/// a dword gather per tap per row brings every member (member `m` is byte `shift` of it), then the
+/// horizontal and vertical blends run at output width.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn group_avx2(
+    r0: &[u8],
+    r1: &[u8],
+    wy: f32,
+    g: &super::Group,
+    wx: &[f32],
+    single: bool,
+    out: &mut [Vec<f32>; 4],
+) {
+    use std::arch::x86_64::*;
+    let n = g.i0.len().min(g.i1.len()).min(wx.len());
+    let (b0, b1) = (r0.as_ptr() as *const i32, r1.as_ptr() as *const i32);
+    let low = _mm256_set1_epi32(0xff);
+    let wyv = _mm256_set1_ps(wy);
+    let two_rows = wy != 0.0;
+    let lanes = n / 8 * 8;
+    let mut x = 0;
+    while x < lanes {
+        unsafe {
+            let ia = _mm256_loadu_si256(g.i0.as_ptr().add(x) as *const __m256i);
+            let ib = _mm256_loadu_si256(g.i1.as_ptr().add(x) as *const __m256i);
+            let wxv = _mm256_loadu_ps(wx.as_ptr().add(x));
+            let a0 = _mm256_i32gather_epi32::<1>(b0, ia);
+            let c0 = if single { a0 } else { _mm256_i32gather_epi32::<1>(b0, ib) };
+            let (a1, c1) = if two_rows {
+                let a1 = _mm256_i32gather_epi32::<1>(b1, ia);
+                (a1, if single { a1 } else { _mm256_i32gather_epi32::<1>(b1, ib) })
+            } else {
+                (a0, c0)
+            };
+            for &(k, shift) in &g.members {
+                let sh = _mm_cvtsi32_si128(8 * shift as i32);
+                let byte = |v: __m256i| _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(v, sh), low));
+                let lerp_x = |a: __m256i, c: __m256i| {
+                    let fa = byte(a);
+                    if single {
+                        fa
+                    } else {
+                        _mm256_fmadd_ps(wxv, _mm256_sub_ps(byte(c), fa), fa)
+                    }
+                };
+                let top = lerp_x(a0, c0);
+                let v = if two_rows {
+                    _mm256_fmadd_ps(wyv, _mm256_sub_ps(lerp_x(a1, c1), top), top)
+                } else {
+                    top
+                };
+                _mm256_storeu_ps(out[k].as_mut_ptr().add(x), v);
+            }
+        }
+        x += 8;
+    }
+    for x in lanes..n {
+        for &(k, shift) in &g.members {
+            let at = |r: &[u8], i: u32| r[i as usize + shift] as f32;
+            let (i0, i1) = (g.i0[x], g.i1[x]);
+            let top = at(r0, i0) + wx[x] * (at(r0, i1) - at(r0, i0));
+            let bottom = at(r1, i0) + wx[x] * (at(r1, i1) - at(r1, i0));
+            out[k][x] = top + wy * (bottom - top);
+        }
     }
 }
