@@ -8,6 +8,8 @@ type Task = dyn Fn(usize) + Sync;
 
 struct Job {
     generation: u64,
+    /// A worker's band panicked this frame: re-raised on the calling thread once all are done.
+    panicked: bool,
     /// The current frame's task, lifetime erased; valid until `pending` is back to zero, which
     /// `run` waits for before it returns (and before the borrow it was made from ends).
     task: Option<*const Task>,
@@ -33,7 +35,7 @@ impl Workers {
     /// `n` bands in all: the calling thread runs band 0, `n - 1` workers the rest.
     pub(crate) fn new(n: usize) -> Workers {
         let shared = Arc::new(Shared {
-            job: Mutex::new(Job { generation: 0, task: None, pending: 0, quit: false }),
+            job: Mutex::new(Job { generation: 0, panicked: false, task: None, pending: 0, quit: false }),
             wake: Condvar::new(),
             done: Condvar::new(),
         });
@@ -53,7 +55,9 @@ impl Workers {
         self.threads.len() + 1
     }
 
-    /// Run `task(band)` for every band, band 0 on this thread, and return when all are done.
+    /// Run `task(band)` for every band, band 0 on this thread, and return when all are done. A
+    /// panic in any band is re-raised here, but only after every worker has finished with `task`:
+    /// unwinding earlier would free the closure the workers are still running.
     pub(crate) fn run<'a>(&self, task: &'a (dyn Fn(usize) + Sync + 'a)) {
         if self.threads.is_empty() {
             task(0);
@@ -68,12 +72,18 @@ impl Workers {
             job.pending = self.threads.len();
         }
         self.shared.wake.notify_all();
-        task(0);
-        let mut job = self.shared.job.lock().unwrap();
+        let own = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task(0)));
+        let mut job = self.shared.job.lock().unwrap_or_else(|p| p.into_inner());
         while job.pending > 0 {
-            job = self.shared.done.wait(job).unwrap();
+            job = self.shared.done.wait(job).unwrap_or_else(|p| p.into_inner());
         }
         job.task = None;
+        let worker_panicked = std::mem::take(&mut job.panicked);
+        drop(job);
+        if let Err(p) = own {
+            std::panic::resume_unwind(p);
+        }
+        assert!(!worker_panicked, "a conversion worker panicked");
     }
 }
 
@@ -81,9 +91,9 @@ fn worker(shared: &Shared, band: usize) {
     let mut seen = 0;
     loop {
         let task = {
-            let mut job = shared.job.lock().unwrap();
+            let mut job = shared.job.lock().unwrap_or_else(|p| p.into_inner());
             while job.generation == seen && !job.quit {
-                job = shared.wake.wait(job).unwrap();
+                job = shared.wake.wait(job).unwrap_or_else(|p| p.into_inner());
             }
             if job.quit {
                 return;
@@ -91,8 +101,9 @@ fn worker(shared: &Shared, band: usize) {
             seen = job.generation;
             job.task.expect("a new generation carries a task")
         };
-        unsafe { (*task)(band) };
-        let mut job = shared.job.lock().unwrap();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { (*task)(band) }));
+        let mut job = shared.job.lock().unwrap_or_else(|p| p.into_inner());
+        job.panicked |= result.is_err();
         job.pending -= 1;
         if job.pending == 0 {
             shared.done.notify_all();
@@ -107,5 +118,43 @@ impl Drop for Workers {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Workers;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn every_band_runs_once_per_frame() {
+        let w = Workers::new(3);
+        let hits = [AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)];
+        for _ in 0..100 {
+            w.run(&|band| {
+                hits[band].fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        assert!(hits.iter().all(|h| h.load(Ordering::SeqCst) == 100));
+    }
+
+    #[test]
+    fn a_panicking_band_is_reported_without_hanging_and_the_pool_keeps_working() {
+        let w = Workers::new(2);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            w.run(&|band| {
+                if band == 1 {
+                    panic!("band 1 fails");
+                }
+            })
+        }));
+        assert!(r.is_err(), "the worker's panic reaches the caller");
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.run(&|band| assert_ne!(band, 0))));
+        assert!(r.is_err(), "so does the calling thread's own band");
+        let ran = AtomicUsize::new(0);
+        w.run(&|_| {
+            ran.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(ran.load(Ordering::SeqCst), 2);
     }
 }
