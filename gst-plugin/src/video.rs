@@ -107,6 +107,17 @@ pub fn frame_layout(info: &VideoInfo, align: &VideoAlignment) -> Result<FrameLay
     })
 }
 
+/// A config that asks for no alignment of its own: the 64-byte rule alone.
+pub fn no_alignment() -> VideoAlignment {
+    VideoAlignment::new(0, 0, 0, 0, &[0; gst_video::VIDEO_MAX_PLANES])
+}
+
+/// The layout the edgefirst pool gives `info` when its config names no alignment (what our own
+/// elements configure, so they know the pitch before the first buffer).
+pub fn pool_layout(info: &VideoInfo) -> Result<FrameLayout, String> {
+    frame_layout(info, &no_alignment())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

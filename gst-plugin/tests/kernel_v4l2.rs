@@ -18,11 +18,7 @@ fn offer_pool(pad: &gst::Pad, proposed: Arc<AtomicUsize>) {
         if let gst::QueryViewMut::Allocation(q) = query.view_mut() {
             let (caps, _) = q.get();
             let caps = caps.expect("allocation query with caps").to_owned();
-            let pool = BufferPool::new();
-            let mut config = pool.config();
-            config.set_params(Some(&caps), 0, 4, 8);
-            pool.set_config(config).unwrap();
-            let size = pool.config().params().unwrap().1;
+            let (pool, size) = BufferPool::configured(&caps, 0, 4, 8).unwrap();
             q.add_allocation_pool(Some(&pool), size, 4, 8);
             q.add_allocation_param(DmaBufAllocator::find().as_ref(), gst::AllocationParams::default());
             q.add_allocation_meta::<gst_video::VideoMeta>(None);

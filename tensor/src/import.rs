@@ -46,13 +46,6 @@ pub fn file_identity(fd: BorrowedFd<'_>) -> Result<FileIdentity> {
     Ok(FileIdentity { dev: st.st_dev, ino: st.st_ino, size })
 }
 
-/// The (device, inode) pair of a file: the key that names one kernel buffer whatever fd number
-/// or GstMemory wraps it this frame.
-pub fn file_key(fd: BorrowedFd<'_>) -> Result<(u64, u64)> {
-    let st = rustix::fs::fstat(fd).map_err(|e| Error::io("fstat", e))?;
-    Ok((st.st_dev, st.st_ino))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

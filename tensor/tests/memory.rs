@@ -3,7 +3,7 @@
 
 use edgefirst_tensor::import::{fs_magic, DMA_BUF_MAGIC, TMPFS_MAGIC};
 use edgefirst_tensor::{Contiguity, CpuAccess, DType, Error, Tensor, TensorDyn, TensorMemory, TensorOptions};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 fn memfd(len: usize) -> OwnedFd {
     let fd = rustix_memfd();
@@ -169,8 +169,11 @@ fn from_fd_memfd_is_shared_memory_and_sees_the_same_bytes() {
     assert_ne!(second.buffer_identity().id(), t.buffer_identity().id());
     // clone_fd exports another dup of the same file.
     let exported = t.clone_fd().unwrap();
-    let key = |f: &OwnedFd| edgefirst_tensor::import::file_key(f.as_fd()).unwrap();
-    assert_eq!(key(&exported), edgefirst_tensor::import::file_key(t.fd().unwrap()).unwrap());
+    let key = |f: BorrowedFd<'_>| {
+        let id = edgefirst_tensor::import::file_identity(f).unwrap();
+        (id.dev, id.ino)
+    };
+    assert_eq!(key(exported.as_fd()), key(t.fd().unwrap()));
 }
 
 #[test]

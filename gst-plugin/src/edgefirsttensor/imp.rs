@@ -833,9 +833,7 @@ impl BaseTransformImpl for EdgeFirstTensor {
                         colorspace
                     )));
                 }
-                let layout =
-                    crate::video::frame_layout(&out, &gst_video::VideoAlignment::new(0, 0, 0, 0, &[0; 4]))
-                        .map_err(|e| self.refuse(e))?;
+                let layout = crate::video::pool_layout(&out).map_err(|e| self.refuse(e))?;
                 let mut d = DstLayout::dense(
                     out.width() as usize,
                     out.height() as usize,
@@ -925,13 +923,8 @@ impl BaseTransformImpl for EdgeFirstTensor {
         };
         let caps = caps.to_owned();
         let size = output_size(&caps).ok_or_else(|| gst::loggable_error!(CAT, "no size for {caps}"))?;
-        let pool = crate::BufferPool::new();
-        let mut config = pool.config();
-        config.set_params(Some(&caps), size as u32, 2, 0);
-        config.add_option(gst_video::BUFFER_POOL_OPTION_VIDEO_META);
-        pool.set_config(config)
+        let (pool, size) = crate::BufferPool::configured(&caps, size as u32, 2, 0)
             .map_err(|e| gst::loggable_error!(CAT, "edgefirst pool refused {caps}: {e}"))?;
-        let size = pool.config().params().map_or(size as u32, |p| p.1);
         while query.allocation_pools().len() > 0 {
             query.remove_nth_allocation_pool(0);
         }
@@ -1044,9 +1037,7 @@ fn output_size(caps: &gst::Caps) -> Option<usize> {
         return Some(t.dims.iter().product::<usize>() * t.dtype.size());
     }
     let info = gst_video::VideoInfo::from_caps(caps).ok()?;
-    crate::video::frame_layout(&info, &gst_video::VideoAlignment::new(0, 0, 0, 0, &[0; 4]))
-        .ok()
-        .map(|l| l.size)
+    crate::video::pool_layout(&info).ok().map(|l| l.size)
 }
 
 impl EdgeFirstTensor {

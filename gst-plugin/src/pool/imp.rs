@@ -1,6 +1,6 @@
 use super::PoolStats;
 use crate::allocator::{CpuAccessMode, DmaBufAllocator};
-use crate::video::{frame_layout, FrameLayout};
+use crate::video::{frame_layout, no_alignment, FrameLayout};
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
@@ -139,9 +139,9 @@ impl BufferPoolImpl for BufferPool {
                 return false;
             };
             let align = if config.has_option(gst_video::BUFFER_POOL_OPTION_VIDEO_ALIGNMENT) {
-                config.video_alignment().unwrap_or_else(default_alignment)
+                config.video_alignment().unwrap_or_else(no_alignment)
             } else {
-                default_alignment()
+                no_alignment()
             };
             match frame_layout(&info, &align) {
                 Ok(l) => (Some(info), l),
@@ -258,10 +258,6 @@ impl BufferPoolImpl for BufferPool {
         }
         drop(buffer);
     }
-}
-
-fn default_alignment() -> gst_video::VideoAlignment {
-    gst_video::VideoAlignment::new(0, 0, 0, 0, &[0; gst_video::VIDEO_MAX_PLANES])
 }
 
 fn own_allocator() -> gst::Allocator {

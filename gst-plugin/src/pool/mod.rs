@@ -52,6 +52,23 @@ impl BufferPool {
     pub fn stats(&self) -> PoolStats {
         self.imp().stats()
     }
+
+    /// A pool configured for `caps` (GstVideoMeta option set): itself and the buffer size it
+    /// settled on, which for video is the 64-byte-stride frame size, not the caller's `size`.
+    pub fn configured(
+        caps: &gst::Caps,
+        size: u32,
+        min: u32,
+        max: u32,
+    ) -> Result<(Self, u32), glib::BoolError> {
+        let pool = Self::new();
+        let mut config = pool.config();
+        config.set_params(Some(caps), size, min, max);
+        config.add_option(gst_video::BUFFER_POOL_OPTION_VIDEO_META);
+        pool.set_config(config)?;
+        let size = pool.config().params().map_or(size, |p| p.1);
+        Ok((pool, size))
+    }
 }
 
 /// Answer an allocation query the way every edgefirst element does: announce GstVideoMeta (so
@@ -65,15 +82,7 @@ pub fn propose(query: &mut gst::query::Allocation) {
         return;
     }
     let (Some(caps), _) = query.get() else { return };
-    let caps = caps.to_owned();
-    let pool = BufferPool::new();
-    let mut config = pool.config();
-    config.set_params(Some(&caps), 0, 2, 0);
-    config.add_option(gst_video::BUFFER_POOL_OPTION_VIDEO_META);
-    if pool.set_config(config).is_err() {
-        return;
-    }
-    let size = pool.config().params().map_or(0, |p| p.1);
+    let Ok((pool, size)) = BufferPool::configured(&caps.to_owned(), 0, 2, 0) else { return };
     query.add_allocation_pool(Some(&pool), size, 2, 0);
     query.add_allocation_param(crate::DmaBufAllocator::find().as_ref(), gst::AllocationParams::default());
 }

@@ -24,11 +24,7 @@ pub fn video_caps(format: gst_video::VideoFormat, w: u32, h: u32) -> gst::Caps {
 
 /// An active pool for `caps`, with the video meta option set as a well-behaved caller does.
 pub fn active_pool(caps: &gst::Caps, min: u32, max: u32) -> BufferPool {
-    let pool = BufferPool::new();
-    let mut config = pool.config();
-    config.set_params(Some(caps), 0, min, max);
-    config.add_option(gst_video::BUFFER_POOL_OPTION_VIDEO_META);
-    pool.set_config(config).unwrap();
+    let (pool, _) = BufferPool::configured(caps, 0, min, max).unwrap();
     pool.set_active(true).unwrap();
     pool
 }
