@@ -113,8 +113,12 @@ fn main() {
         ("edgefirsttensor int8", ours("int8", "", 1)),
         ("edgefirsttensor float32 + mean/std", ours("float32", mean_std, 1)),
         ("edgefirsttensor uint8, n-threads=2", ours("uint8", "", 2)),
+        ("identity (the pipeline alone)", "identity".to_string()),
     ];
-    let formats = ["NV12", "YUY2", "RGBA"];
+    let formats: Vec<String> = match std::env::var("BENCH_FORMATS") {
+        Ok(list) => list.split(',').map(str::to_string).collect(),
+        Err(_) => ["NV12", "YUY2", "RGBA"].map(str::to_string).to_vec(),
+    };
     // Three rounds over every case, keeping each case's best: this VM's noise comes in bursts, and
     // spreading a case's runs over the whole benchmark keeps one burst from deciding it.
     let mut best = vec![vec![f64::MAX; chains.len() + 1]; formats.len()];

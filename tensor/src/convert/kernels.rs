@@ -12,8 +12,9 @@ use super::{Colorspace, Converter, Scratch, SrcImage, SrcKind};
 use crate::dtype::{f16, DType};
 use std::ops::Range;
 
-/// A plane's two source rows (from the window start) and the vertical weight of the second.
-type DirectRows<'a> = (&'a [u8], &'a [u8], f32);
+/// A plane's two source rows (from the window start), the vertical weight of the second, and
+/// whether its groups are read by shuffles (else by gathers).
+type DirectRows<'a> = (&'a [u8], &'a [u8], f32, bool);
 
 #[derive(Clone, Copy)]
 pub(super) struct SendPtr(pub(super) *mut u8);
@@ -286,10 +287,13 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             let (bytes, stride) = src.planes[p];
             let (s0, s1) = (axis.i0[cy] * stride, axis.i1[cy] * stride);
             let w = axis.w[cy];
-            // Dword gathers read up to 3 bytes past a plane's last tap: only where the rows have them.
-            let room = s0.max(s1) + hi + 3 <= bytes.len();
-            if c.avx2 && room && (w == 0.0 || c.plane_downscaled[p]) {
-                direct[p] = Some((&bytes[s0 + lo..], &bytes[s1 + lo..], w));
+            // Dword gathers read up to 3 bytes past a plane's last tap, shuffles up to 15: only
+            // where the rows have them.
+            let end = s0.max(s1) + lo;
+            let shuffled = c.plane_shuffled[p].is_some_and(|reach| end + reach <= bytes.len());
+            let room = end + (hi - lo) + 3 <= bytes.len();
+            if c.avx2 && (shuffled || (room && (w == 0.0 || c.plane_downscaled[p]))) {
+                direct[p] = Some((&bytes[s0 + lo..], &bytes[s1 + lo..], w, shuffled));
                 continue;
             }
             let (r0, r1) = (&bytes[s0 + lo..s0 + hi], &bytes[s1 + lo..s1 + hi]);
@@ -307,14 +311,28 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         }
         #[cfg(target_arch = "x86_64")]
         for g in &c.groups {
-            if let Some((r0, r1, wy)) = direct[g.plane] {
+            if let Some((r0, r1, wy, shuffled)) = direct[g.plane] {
                 let (wx, single) = if g.chroma {
                     (&c.weights_chroma, c.chroma_on_samples)
                 } else {
                     (&c.weights_luma, c.luma_on_samples)
                 };
-                assert!(g.max as usize + 4 <= r0.len().min(r1.len()), "dword gathers stay inside the rows");
-                unsafe { group_avx2(r0, r1, wy, g, wx, single, &mut s.comps) };
+                match &g.shuffle {
+                    Some(plan) if shuffled => {
+                        assert!(
+                            plan.reach.max(g.max as usize + 4) <= r0.len().min(r1.len()),
+                            "loads stay inside the rows"
+                        );
+                        unsafe { shuffle_avx2(r0, r1, wy, g, plan, wx, single, &mut s.comps) };
+                    }
+                    _ => {
+                        assert!(
+                            g.max as usize + 4 <= r0.len().min(r1.len()),
+                            "dword gathers stay inside the rows"
+                        );
+                        unsafe { group_avx2(r0, r1, wy, g, wx, single, &mut s.comps) };
+                    }
+                }
             }
         }
         // Interleaved chroma (NV12's UV) blended into f32: each tap's U and V come as one 64-bit
@@ -581,6 +599,71 @@ unsafe fn group_avx2(
         x += 8;
     }
     for x in lanes..n {
+        for &(k, shift) in &g.members {
+            let at = |r: &[u8], i: u32| r[i as usize + shift] as f32;
+            let (i0, i1) = (g.i0[x], g.i1[x]);
+            let top = at(r0, i0) + wx[x] * (at(r0, i1) - at(r0, i0));
+            let bottom = at(r1, i0) + wx[x] * (at(r1, i1) - at(r1, i0));
+            out[k][x] = top + wy * (bottom - top);
+        }
+    }
+}
+
+/// The same as `group_avx2` (same arithmetic, so the same values) for groups whose taps are dense
+/// enough to be picked out of 16-byte loads by `pshufb` (see `Shuffle`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn shuffle_avx2(
+    r0: &[u8],
+    r1: &[u8],
+    wy: f32,
+    g: &super::Group,
+    plan: &super::Shuffle,
+    wx: &[f32],
+    single: bool,
+    out: &mut [Vec<f32>; 4],
+) {
+    use std::arch::x86_64::*;
+    let m = g.members.len();
+    let blocks = plan.bases.len().min(wx.len() / 8).min(plan.controls.len() / (2 * m));
+    let wyv = _mm256_set1_ps(wy);
+    let two_rows = wy != 0.0;
+    for b in 0..blocks {
+        unsafe {
+            let [lo, hi] = plan.bases[b];
+            // Both halves' 16 bytes: the plan keeps every base + 16 within `reach`.
+            let load = |r: &[u8]| {
+                _mm256_loadu2_m128i(
+                    r.as_ptr().add(hi as usize) as *const __m128i,
+                    r.as_ptr().add(lo as usize) as *const __m128i,
+                )
+            };
+            let v0 = load(r0);
+            let v1 = if two_rows { load(r1) } else { v0 };
+            let wxv = _mm256_loadu_ps(wx.as_ptr().add(8 * b));
+            let ctl = plan.controls.as_ptr().add(b * 2 * m);
+            for (j, &(k, _)) in g.members.iter().enumerate() {
+                let c0 = _mm256_loadu_si256(ctl.add(j) as *const __m256i);
+                let c1 = _mm256_loadu_si256(ctl.add(m + j) as *const __m256i);
+                let pick = |v: __m256i, c: __m256i| _mm256_cvtepi32_ps(_mm256_shuffle_epi8(v, c));
+                let lerp_x = |v: __m256i| {
+                    let a = pick(v, c0);
+                    if single {
+                        a
+                    } else {
+                        _mm256_fmadd_ps(wxv, _mm256_sub_ps(pick(v, c1), a), a)
+                    }
+                };
+                let top = lerp_x(v0);
+                let v =
+                    if two_rows { _mm256_fmadd_ps(wyv, _mm256_sub_ps(lerp_x(v1), top), top) } else { top };
+                _mm256_storeu_ps(out[k].as_mut_ptr().add(8 * b), v);
+            }
+        }
+    }
+    let n = g.i0.len().min(g.i1.len()).min(wx.len());
+    for x in 8 * blocks..n {
         for &(k, shift) in &g.members {
             let at = |r: &[u8], i: u32| r[i as usize + shift] as f32;
             let (i0, i1) = (g.i0[x], g.i1[x]);
