@@ -269,6 +269,21 @@ fn every_dtype_with_normalization_and_quantization() {
     }
     let imagenet =
         ConvertSpec { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225], ..Default::default() };
+    // The outputs with a fused colour-and-store kernel, in every channel count and layout.
+    for source in [PixelFormat::Nv12, PixelFormat::Rgba, PixelFormat::Gray8] {
+        let frame = Frame::random(source, 41, 27, 8);
+        for cs in COLORSPACES {
+            for chw in [false, true] {
+                for (dtype, spec) in [
+                    (DType::U8, ConvertSpec::default()),
+                    (DType::I8, ConvertSpec::default()),
+                    (DType::F32, imagenet.clone()),
+                ] {
+                    check(&frame, DstLayout::dense(35, 19, cs, chw, dtype), &spec, 1);
+                }
+            }
+        }
+    }
     for dtype in [DType::F16, DType::F32, DType::F64] {
         check(&frame, DstLayout::dense(33, 19, Colorspace::Rgb, false, dtype), &imagenet, 1);
     }

@@ -343,6 +343,10 @@ pub struct Converter {
     /// YUV → RGB matrix and offsets (f32).
     matrix: [[f32; 3]; 3],
     offsets: [f32; 3],
+    /// The offsets folded into the matrix: row i's value is `matrix[i] · yuv + yuv_bias[i]`.
+    yuv_bias: [f32; 3],
+    /// The output (uint8, int8, float32) has a fused colour-and-store kernel.
+    fused_finish: bool,
     /// Per output channel: value = v * scale + bias, then stored.
     scale: [f32; 4],
     bias: [f32; 4],
@@ -534,6 +538,8 @@ impl Converter {
             weights_chroma: cols_chroma.w,
             matrix,
             offsets,
+            yuv_bias: std::array::from_fn(|i| -(0..3).map(|j| matrix[i][j] * offsets[j]).sum::<f32>()),
+            fused_finish: matches!(dst.dtype, DType::U8 | DType::I8 | DType::F32),
             scale,
             bias,
             fill,
