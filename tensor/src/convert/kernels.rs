@@ -340,7 +340,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                             plan.reach.max(g.max as usize + 4) <= r0.len().min(r1.len()),
                             "loads stay inside the rows"
                         );
-                        unsafe { shuffle_avx2(r0, r1, wy, g, plan, wx, single, &mut s.comps) };
+                        let wq = if g.chroma { &c.q14_chroma } else { &c.q14_luma };
+                        unsafe { shuffle_avx2(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps) };
                     }
                     _ => {
                         assert!(
@@ -646,14 +647,16 @@ unsafe fn shuffle_avx2(
     g: &super::Group,
     plan: &super::Shuffle,
     wx: &[f32],
+    wq: &[u32],
     single: bool,
     out: &mut [Vec<f32>; 4],
 ) {
     use std::arch::x86_64::*;
     let m = g.members.len();
-    let blocks = plan.bases.len().min(wx.len() / 8).min(plan.controls.len() / (2 * m));
+    let blocks = plan.bases.len().min(wx.len() / 8).min(wq.len() / 8).min(plan.controls.len() / (2 * m));
     let wyv = _mm256_set1_ps(wy);
     let two_rows = wy != 0.0;
+    let unit = _mm256_set1_ps(1.0 / 16384.0);
     for b in 0..blocks {
         unsafe {
             let [lo, hi] = plan.bases[b];
@@ -666,23 +669,22 @@ unsafe fn shuffle_avx2(
             };
             let v0 = load(r0);
             let v1 = if two_rows { load(r1) } else { v0 };
-            let wxv = _mm256_loadu_ps(wx.as_ptr().add(8 * b));
+            let wqv = _mm256_loadu_si256(wq.as_ptr().add(8 * b) as *const __m256i);
             let ctl = plan.controls.as_ptr().add(b * 2 * m);
             for (j, &(k, _)) in g.members.iter().enumerate() {
-                let c0 = _mm256_loadu_si256(ctl.add(j) as *const __m256i);
-                let c1 = _mm256_loadu_si256(ctl.add(m + j) as *const __m256i);
-                let pick = |v: __m256i, c: __m256i| _mm256_cvtepi32_ps(_mm256_shuffle_epi8(v, c));
-                let lerp_x = |v: __m256i| {
-                    let a = pick(v, c0);
-                    if single {
-                        a
-                    } else {
-                        _mm256_fmadd_ps(wxv, _mm256_sub_ps(pick(v, c1), a), a)
-                    }
+                // On samples: the tap's byte; else both taps' bytes blended by one multiply-add
+                // of the Q14 weights (exact in i32, scaled back below).
+                let c = _mm256_loadu_si256(ctl.add(2 * j + usize::from(!single)) as *const __m256i);
+                let pick = |v: __m256i| {
+                    let t = _mm256_shuffle_epi8(v, c);
+                    _mm256_cvtepi32_ps(if single { t } else { _mm256_madd_epi16(t, wqv) })
                 };
-                let top = lerp_x(v0);
-                let v =
-                    if two_rows { _mm256_fmadd_ps(wyv, _mm256_sub_ps(lerp_x(v1), top), top) } else { top };
+                let top = pick(v0);
+                let mut v =
+                    if two_rows { _mm256_fmadd_ps(wyv, _mm256_sub_ps(pick(v1), top), top) } else { top };
+                if !single {
+                    v = _mm256_mul_ps(v, unit);
+                }
                 _mm256_storeu_ps(out[k].as_mut_ptr().add(8 * b), v);
             }
         }

@@ -151,10 +151,23 @@ struct Group {
 #[derive(Debug, Clone)]
 struct Shuffle {
     bases: Vec<[u32; 2]>,
-    /// Per block, `2 × members` controls: tap 0 (`i0`) then tap 1 (`i1`), members in order.
+    /// Per block, two controls per member (members in order): tap 0 (`i0`) alone as dwords (for
+    /// taps on samples), and taps 0 and 1 as the two words of each dword (for `pmaddwd` with
+    /// the Q14 weight pair: the horizontal blend in one exact integer instruction).
     controls: Vec<[u8; 32]>,
     /// Bytes from the row's window start that every load stays below.
     reach: usize,
+}
+
+/// Weights `w` as `(1 - w, w)` in Q14 (their sum is exactly 1 << 14; a weight is off by at most
+/// 2^-15, 0.008 of a level between two 8-bit samples).
+fn q14_pairs(w: &[f32]) -> Vec<u32> {
+    w.iter()
+        .map(|&w| {
+            let b = (w * 16384.0).round().clamp(0.0, 16384.0) as u32;
+            (16384 - b) | (b << 16)
+        })
+        .collect()
 }
 
 /// Shuffle controls for blocks of eight outputs whose taps (plus member offsets) fit each half's
@@ -180,15 +193,16 @@ fn shuffle_plan(i0: &[u32], i1: &[u32], members: &[(usize, usize)]) -> Option<Sh
             }
             reach = reach.max(*base as usize + 16);
         }
-        for taps in [i0, i1] {
-            for &(_, shift) in members {
-                let mut ctl = [0x80u8; 32];
-                for j in 0..8 {
-                    let half = j / 4;
-                    ctl[4 * j] = (taps[8 * b + j] + shift as u32 - pair[half]) as u8;
-                }
-                controls.push(ctl);
+        for &(_, shift) in members {
+            let at = |taps: &[u32], j: usize| (taps[8 * b + j] + shift as u32 - pair[j / 4]) as u8;
+            let (mut one, mut two) = ([0x80u8; 32], [0x80u8; 32]);
+            for j in 0..8 {
+                one[4 * j] = at(i0, j);
+                two[4 * j] = at(i0, j);
+                two[4 * j + 2] = at(i1, j);
             }
+            controls.push(one);
+            controls.push(two);
         }
         bases.push(pair);
     }
@@ -323,6 +337,9 @@ pub struct Converter {
     taps: Vec<(Vec<u32>, Vec<u32>)>,
     weights_luma: Vec<f32>,
     weights_chroma: Vec<f32>,
+    /// The same weights as `(1 - w, w)` in Q14, the two i16 halves of a u32 (see `Shuffle`).
+    q14_luma: Vec<u32>,
+    q14_chroma: Vec<u32>,
     /// Every horizontal tap falls on a sample (all weights 0): one gather instead of two.
     luma_on_samples: bool,
     chroma_on_samples: bool,
@@ -534,6 +551,8 @@ impl Converter {
             plane_downscaled: [false; 3],
             plane_shuffled: [None; 3],
             chroma_pair: None,
+            q14_luma: q14_pairs(&cols_luma.w),
+            q14_chroma: q14_pairs(&cols_chroma.w),
             weights_luma: cols_luma.w,
             weights_chroma: cols_chroma.w,
             matrix,
