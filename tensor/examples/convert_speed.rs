@@ -25,14 +25,16 @@ fn main() {
             [(&src[..], w * 4), (&[][..], 0), (&[][..], 0)]
         };
         let img = SrcImage { format: f, width: w, height: h, planes };
-        let mut out = vec![0u8; dst.bytes()];
+        let mut outv = vec![0u8; dst.bytes() + 64];
+        let off = outv.as_ptr().align_offset(64);
+        let out = &mut outv[off..off + dst.bytes()];
         for _ in 0..5 {
-            c.convert(&img, &mut out).unwrap();
+            c.convert(&img, out).unwrap();
         }
         let mut best = f64::MAX;
         for _ in 0..60 {
             let t = std::time::Instant::now();
-            c.convert(&img, &mut out).unwrap();
+            c.convert(&img, out).unwrap();
             best = best.min(t.elapsed().as_secs_f64() * 1000.0);
         }
         println!("{f:?} {dt:?}: min {best:.3} ms");

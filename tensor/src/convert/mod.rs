@@ -364,6 +364,8 @@ pub struct Converter {
     yuv_bias: [f32; 3],
     /// The output (uint8, int8, float32) has a fused colour-and-store kernel.
     fused_finish: bool,
+    /// 8-bit output without normalization: uint8 as it is, int8 as value - 128.
+    raw8: bool,
     /// Per output channel: value = v * scale + bias, then stored.
     scale: [f32; 4],
     bias: [f32; 4],
@@ -559,6 +561,11 @@ impl Converter {
             offsets,
             yuv_bias: std::array::from_fn(|i| -(0..3).map(|j| matrix[i][j] * offsets[j]).sum::<f32>()),
             fused_finish: matches!(dst.dtype, DType::U8 | DType::I8 | DType::F32),
+            raw8: match dst.dtype {
+                DType::U8 => scale == [1.0; 4] && bias == [0.0; 4],
+                DType::I8 => scale == [1.0; 4] && bias[..channels] == [-128.0; 4][..channels],
+                _ => false,
+            },
             scale,
             bias,
             fill,
