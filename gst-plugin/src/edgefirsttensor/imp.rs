@@ -923,12 +923,12 @@ impl BaseTransformImpl for EdgeFirstTensor {
         };
         let caps = caps.to_owned();
         let size = output_size(&caps).ok_or_else(|| gst::loggable_error!(CAT, "no size for {caps}"))?;
-        let (pool, size) = crate::BufferPool::configured(&caps, size as u32, 2, 0)
+        let (pool, size) = crate::BufferPool::configured(&caps, size as u32, 1, 0)
             .map_err(|e| gst::loggable_error!(CAT, "edgefirst pool refused {caps}: {e}"))?;
         while query.allocation_pools().len() > 0 {
             query.remove_nth_allocation_pool(0);
         }
-        query.add_allocation_pool(Some(&pool), size, 2, 0);
+        query.add_allocation_pool(Some(&pool), size, 1, 0);
         self.parent_decide_allocation(query)
     }
 
