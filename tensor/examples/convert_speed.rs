@@ -9,9 +9,12 @@ use edgefirst_tensor::{DType, PixelFormat};
 fn main() {
     let (w, h) = (1920, 1080);
     let src = vec![77u8; w * h * 4];
-    for (f, dt) in
-        [(PixelFormat::Nv12, DType::U8), (PixelFormat::Nv12, DType::F32), (PixelFormat::Rgba, DType::U8)]
-    {
+    for (f, dt) in [
+        (PixelFormat::Nv12, DType::U8),
+        (PixelFormat::Nv12, DType::F32),
+        (PixelFormat::Yuy2, DType::U8),
+        (PixelFormat::Rgba, DType::U8),
+    ] {
         if let Some(only) = std::env::args().nth(1) {
             if format!("{f:?}{dt:?}") != only {
                 continue;
@@ -19,10 +22,10 @@ fn main() {
         }
         let dst = DstLayout::dense(640, 640, Colorspace::Rgb, false, dt);
         let c = Converter::new(f, w, h, dst, &ConvertSpec::default(), 1).unwrap();
-        let planes = if f == PixelFormat::Nv12 {
-            [(&src[..], w), (&src[w * h..], w), (&[][..], 0)]
-        } else {
-            [(&src[..], w * 4), (&[][..], 0), (&[][..], 0)]
+        let planes = match f {
+            PixelFormat::Nv12 => [(&src[..], w), (&src[w * h..], w), (&[][..], 0)],
+            PixelFormat::Yuy2 => [(&src[..], w * 2), (&[][..], 0), (&[][..], 0)],
+            _ => [(&src[..], w * 4), (&[][..], 0), (&[][..], 0)],
         };
         let img = SrcImage { format: f, width: w, height: h, planes };
         let mut outv = vec![0u8; dst.bytes() + 64];

@@ -47,6 +47,17 @@ impl Frame {
         SrcImage { format: self.format, width: self.w, height: self.h, planes }
     }
 
+    /// Each plane cut to the bytes its rows hold, nothing after the last row's last pixel (a
+    /// frame at the very end of a buffer).
+    fn image_exact(&self) -> SrcImage<'_> {
+        let mut img = self.image();
+        for (p, plane) in img.planes.iter_mut().enumerate().take(self.planes.len()) {
+            let s = self.format.plane_sampling(p, 1);
+            plane.0 = &plane.0[..(s.rows(self.h) - 1) * plane.1 + s.row_bytes(self.w)];
+        }
+        img
+    }
+
     fn byte(&self, plane: usize, row: usize, col_byte: usize) -> f64 {
         let (off, stride) = self.planes[plane];
         self.bytes[off + row * stride + col_byte] as f64
@@ -415,6 +426,28 @@ fn integer_ratio_downscales_take_the_direct_paths() {
             let spec = ConvertSpec { fit: FitMode::Stretch, ..Default::default() };
             check(&frame, DstLayout::dense(32, 24, cs, false, DType::U8), &spec, 1);
             check(&frame, DstLayout::dense(32, 32, cs, true, DType::F32), &ConvertSpec::default(), 2);
+        }
+    }
+}
+
+#[test]
+fn frames_ending_at_their_last_pixel() {
+    // No byte after a plane's last pixel: wide reads (16-byte windows, dword gathers) near the
+    // end of a plane must fall back, never read past it or give up.
+    for (i, format) in formats().enumerate() {
+        let frame = Frame::random(format, 96, 72, 200 + i as u64);
+        for (w, h, fit) in
+            [(32, 24, FitMode::Stretch), (48, 48, FitMode::Letterbox), (61, 37, FitMode::Stretch)]
+        {
+            let dst = DstLayout::dense(w, h, Colorspace::Rgb, false, DType::U8);
+            let spec = ConvertSpec { fit, ..Default::default() };
+            for simd in [false, true] {
+                let mut conv = Converter::new(format, 96, 72, dst, &spec, 1).unwrap();
+                conv.set_simd(simd);
+                let mut out = vec![0xeeu8; dst.bytes() + 7];
+                conv.convert(&frame.image_exact(), &mut out).unwrap();
+                compare(&frame, &dst, &spec, &out);
+            }
         }
     }
 }

@@ -336,10 +336,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 };
                 match &g.shuffle {
                     Some(plan) if shuffled => {
-                        assert!(
-                            plan.reach.max(g.max as usize + 4) <= r0.len().min(r1.len()),
-                            "loads stay inside the rows"
-                        );
+                        assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
                         let wq = if g.chroma { &c.q14_chroma } else { &c.q14_luma };
                         unsafe { shuffle_avx2(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps) };
                     }
@@ -651,45 +648,13 @@ unsafe fn shuffle_avx2(
     single: bool,
     out: &mut [Vec<f32>; 4],
 ) {
-    use std::arch::x86_64::*;
-    let m = g.members.len();
-    let blocks = plan.bases.len().min(wx.len() / 8).min(wq.len() / 8).min(plan.controls.len() / (2 * m));
-    let wyv = _mm256_set1_ps(wy);
-    let two_rows = wy != 0.0;
-    let unit = _mm256_set1_ps(1.0 / 16384.0);
-    for b in 0..blocks {
-        unsafe {
-            let [lo, hi] = plan.bases[b];
-            // Both halves' 16 bytes: the plan keeps every base + 16 within `reach`.
-            let load = |r: &[u8]| {
-                _mm256_loadu2_m128i(
-                    r.as_ptr().add(hi as usize) as *const __m128i,
-                    r.as_ptr().add(lo as usize) as *const __m128i,
-                )
-            };
-            let v0 = load(r0);
-            let v1 = if two_rows { load(r1) } else { v0 };
-            let wqv = _mm256_loadu_si256(wq.as_ptr().add(8 * b) as *const __m256i);
-            let ctl = plan.controls.as_ptr().add(b * 2 * m);
-            for (j, &(k, _)) in g.members.iter().enumerate() {
-                // On samples: the tap's byte; else both taps' bytes blended by one multiply-add
-                // of the Q14 weights (exact in i32, scaled back below).
-                let c = _mm256_loadu_si256(ctl.add(2 * j + usize::from(!single)) as *const __m256i);
-                let pick = |v: __m256i| {
-                    let t = _mm256_shuffle_epi8(v, c);
-                    _mm256_cvtepi32_ps(if single { t } else { _mm256_madd_epi16(t, wqv) })
-                };
-                let top = pick(v0);
-                let mut v =
-                    if two_rows { _mm256_fmadd_ps(wyv, _mm256_sub_ps(pick(v1), top), top) } else { top };
-                if !single {
-                    v = _mm256_mul_ps(v, unit);
-                }
-                _mm256_storeu_ps(out[k].as_mut_ptr().add(8 * b), v);
-            }
-        }
-    }
+    let blocks = if plan.quarters {
+        unsafe { shuffle_blocks::<2>(r0, r1, wy, g, plan, wq, single, out) }
+    } else {
+        unsafe { shuffle_blocks::<1>(r0, r1, wy, g, plan, wq, single, out) }
+    };
     let n = g.i0.len().min(g.i1.len()).min(wx.len());
+    let blocks = blocks.min(n / 8);
     for x in 8 * blocks..n {
         for &(k, shift) in &g.members {
             let at = |r: &[u8], i: u32| r[i as usize + shift] as f32;
@@ -883,4 +848,72 @@ unsafe fn finish_rows<const C: usize, const FLOAT: bool, const RAW: bool>(
         x += 8;
     }
     n
+}
+
+/// The blocks of `shuffle_avx2` with `P` vectors of windows (1: two windows of four outputs; 2:
+/// four of two, OR-ed); returns how many blocks it wrote.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn shuffle_blocks<const P: usize>(
+    r0: &[u8],
+    r1: &[u8],
+    wy: f32,
+    g: &super::Group,
+    plan: &super::Shuffle,
+    wq: &[u32],
+    single: bool,
+    out: &mut [Vec<f32>; 4],
+) -> usize {
+    use std::arch::x86_64::*;
+    let m = g.members.len();
+    let per_block = m * 2 * P;
+    let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
+    let blocks = plan.bases.len().min(wq.len() / 8).min(plan.controls.len() / per_block).min(width / 8);
+    let wyv = _mm256_set1_ps(wy);
+    let two_rows = wy != 0.0;
+    let unit = _mm256_set1_ps(1.0 / 16384.0);
+    let tap = usize::from(!single) * P;
+    for b in 0..blocks {
+        unsafe {
+            let w = plan.bases[b];
+            // Vector p's lanes are windows p and p + P: the plan keeps every base + 16 within
+            // `reach`.
+            let load = |r: &[u8], p: usize| {
+                _mm256_loadu2_m128i(
+                    r.as_ptr().add(w[p + P] as usize) as *const __m128i,
+                    r.as_ptr().add(w[p] as usize) as *const __m128i,
+                )
+            };
+            let mut v0 = [_mm256_setzero_si256(); P];
+            let mut v1 = [_mm256_setzero_si256(); P];
+            for p in 0..P {
+                v0[p] = load(r0, p);
+                v1[p] = if two_rows { load(r1, p) } else { v0[p] };
+            }
+            let wqv = _mm256_loadu_si256(wq.as_ptr().add(8 * b) as *const __m256i);
+            let ctl = plan.controls.as_ptr().add(b * per_block);
+            for (j, &(k, _)) in g.members.iter().enumerate() {
+                // On samples: the tap's byte; else both taps' bytes blended by one multiply-add
+                // of the Q14 weights (exact in i32, scaled back below).
+                let c = ctl.add(2 * P * j + tap);
+                let pick = |v: &[__m256i; P]| {
+                    let mut t = _mm256_shuffle_epi8(v[0], _mm256_loadu_si256(c as *const __m256i));
+                    for p in 1..P {
+                        let u = _mm256_shuffle_epi8(v[p], _mm256_loadu_si256(c.add(p) as *const __m256i));
+                        t = _mm256_or_si256(t, u);
+                    }
+                    _mm256_cvtepi32_ps(if single { t } else { _mm256_madd_epi16(t, wqv) })
+                };
+                let top = pick(&v0);
+                let mut v =
+                    if two_rows { _mm256_fmadd_ps(wyv, _mm256_sub_ps(pick(&v1), top), top) } else { top };
+                if !single {
+                    v = _mm256_mul_ps(v, unit);
+                }
+                _mm256_storeu_ps(out[k].as_mut_ptr().add(8 * b), v);
+            }
+        }
+    }
+    blocks
 }

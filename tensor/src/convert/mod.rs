@@ -143,17 +143,22 @@ struct Group {
     shuffle: Option<Shuffle>,
 }
 
-/// A group's taps as byte shuffles: each half (128-bit lane) of a block of eight outputs loads the
-/// 16 source bytes from `bases[block][half]`, and one `pshufb` per tap and member moves each of its
-/// four outputs' bytes into a zero-extended dword. Gathers were most of an NV12 frame's time
-/// (measured: the pair gathers and luma gathers ~40 % of 1080p → 640 letterbox on one core); a
-/// shuffle does eight taps in one single-cycle instruction.
+/// A group's taps as byte shuffles. Each block of eight outputs reads its source bytes as 16-byte
+/// windows, one per 128-bit lane: two windows of four outputs each, or (`quarters`, for sparser
+/// taps such as YUY2's) four windows of two outputs, the lanes of two vectors whose shuffles are
+/// OR-ed. One `pshufb` per tap and member then moves every output's byte into a zero-extended
+/// dword. Gathers were most of an NV12 frame's time (measured: the pair gathers and luma gathers
+/// ~40 % of 1080p → 640 letterbox on one core); a shuffle does eight taps in one single-cycle
+/// instruction.
 #[derive(Debug, Clone)]
 struct Shuffle {
-    bases: Vec<[u32; 2]>,
-    /// Per block, two controls per member (members in order): tap 0 (`i0`) alone as dwords (for
-    /// taps on samples), and taps 0 and 1 as the two words of each dword (for `pmaddwd` with
-    /// the Q14 weight pair: the horizontal blend in one exact integer instruction).
+    quarters: bool,
+    /// Per block, the windows' first bytes (two used without `quarters`).
+    bases: Vec<[u32; 4]>,
+    /// Per block and member (members in order): tap 0 (`i0`) alone as dwords (for taps on
+    /// samples), then taps 0 and 1 as the two words of each dword (for `pmaddwd` with the Q14
+    /// weight pair: the horizontal blend in one exact integer instruction); each of them once per
+    /// vector of windows (twice with `quarters`).
     controls: Vec<[u8; 32]>,
     /// Bytes from the row's window start that every load stays below.
     reach: usize,
@@ -170,43 +175,55 @@ fn q14_pairs(w: &[f32]) -> Vec<u32> {
         .collect()
 }
 
-/// Shuffle controls for blocks of eight outputs whose taps (plus member offsets) fit each half's
-/// 16-byte load; `None` where one half does not (sparse taps: a 4× downscale of luma, or four-byte
-/// pixels), which keep the gathers.
+/// Shuffle controls for blocks of eight outputs whose taps (plus member offsets) fit 16-byte
+/// windows of four outputs, else of two; `None` where even two do not (a 6× downscale of YUY2,
+/// four-byte pixels at 4×), which keep the gathers.
 fn shuffle_plan(i0: &[u32], i1: &[u32], members: &[(usize, usize)]) -> Option<Shuffle> {
+    shuffle_windows(i0, i1, members, false).or_else(|| shuffle_windows(i0, i1, members, true))
+}
+
+fn shuffle_windows(i0: &[u32], i1: &[u32], members: &[(usize, usize)], quarters: bool) -> Option<Shuffle> {
     let blocks = i0.len().min(i1.len()) / 8;
     if blocks == 0 {
         return None;
     }
+    let (windows, per) = if quarters { (4, 2) } else { (2, 4) };
     let top = members.iter().map(|&(_, shift)| shift as u32).max().unwrap_or(0);
     let mut bases = Vec::with_capacity(blocks);
-    let mut controls = Vec::with_capacity(blocks * 2 * members.len());
+    let mut controls = Vec::with_capacity(blocks * members.len() * windows);
     let mut reach = 0;
     for b in 0..blocks {
-        let mut pair = [0u32; 2];
-        for (half, base) in pair.iter_mut().enumerate() {
-            let outs = 8 * b + 4 * half..8 * b + 4 * half + 4;
-            *base = i0[outs.clone()].iter().chain(&i1[outs.clone()]).copied().min()?;
+        let mut base = [0u32; 4];
+        for (w, first) in base.iter_mut().enumerate().take(windows) {
+            let outs = 8 * b + per * w..8 * b + per * (w + 1);
+            *first = i0[outs.clone()].iter().chain(&i1[outs.clone()]).copied().min()?;
             let last = i0[outs.clone()].iter().chain(&i1[outs]).copied().max()? + top;
-            if last - *base >= 16 {
+            if last - *first >= 16 {
                 return None;
             }
-            reach = reach.max(*base as usize + 16);
+            reach = reach.max(*first as usize + 16);
         }
+        // Output j is in window j / per; with quarters, windows 0 and 2 are the lanes of the
+        // first vector, 1 and 3 of the second.
+        let part = |j: usize| if quarters { (j / per) % 2 } else { 0 };
         for &(_, shift) in members {
-            let at = |taps: &[u32], j: usize| (taps[8 * b + j] + shift as u32 - pair[j / 4]) as u8;
-            let (mut one, mut two) = ([0x80u8; 32], [0x80u8; 32]);
-            for j in 0..8 {
-                one[4 * j] = at(i0, j);
-                two[4 * j] = at(i0, j);
-                two[4 * j + 2] = at(i1, j);
+            let at = |taps: &[u32], j: usize| (taps[8 * b + j] + shift as u32 - base[j / per]) as u8;
+            for two in [false, true] {
+                for p in 0..windows / 2 {
+                    let mut ctl = [0x80u8; 32];
+                    for j in (0..8).filter(|&j| part(j) == p) {
+                        ctl[4 * j] = at(i0, j);
+                        if two {
+                            ctl[4 * j + 2] = at(i1, j);
+                        }
+                    }
+                    controls.push(ctl);
+                }
             }
-            controls.push(one);
-            controls.push(two);
         }
-        bases.push(pair);
+        bases.push(base);
     }
-    Some(Shuffle { bases, controls, reach })
+    Some(Shuffle { quarters, bases, controls, reach })
 }
 
 /// What the source components are.
