@@ -115,6 +115,8 @@ fn main() {
         ("edgefirsttensor uint8, n-threads=2", ours("uint8", "", 2)),
         ("identity (the pipeline alone)", "identity".to_string()),
     ];
+    // BENCH_FORMATS=NV12,YUY2 and BENCH_CHAINS=float32 (a part of the row names) run a subset.
+    let only = std::env::var("BENCH_CHAINS").ok();
     let formats: Vec<String> = match std::env::var("BENCH_FORMATS") {
         Ok(list) => list.split(',').map(str::to_string).collect(),
         Err(_) => ["NV12", "YUY2", "RGBA"].map(str::to_string).to_vec(),
@@ -124,8 +126,10 @@ fn main() {
     let mut best = vec![vec![f64::MAX; chains.len() + 1]; formats.len()];
     for _round in 0..3 {
         for (f, format) in formats.iter().enumerate() {
-            for (c, (_, chain)) in chains.iter().enumerate() {
-                best[f][c] = best[f][c].min(measure(format, chain));
+            for (c, (name, chain)) in chains.iter().enumerate() {
+                if only.as_ref().is_none_or(|o| name.contains(o.as_str())) {
+                    best[f][c] = best[f][c].min(measure(format, chain));
+                }
             }
             let in_bytes = gst_video::VideoInfo::builder(gst_video::VideoFormat::from_string(format), W, H)
                 .build()
@@ -139,7 +143,7 @@ fn main() {
     for (f, format) in formats.iter().enumerate() {
         let (vcs, vs) = (best[f][0], best[f][1]);
         let names = chains.iter().map(|(n, _)| *n).chain(std::iter::once("memcpy of input + output"));
-        for (name, ms) in names.zip(&best[f]) {
+        for (name, ms) in names.zip(&best[f]).filter(|(_, ms)| **ms < f64::MAX) {
             println!("| {format} | {name} | {ms:.3} | {:.2}x | {:.2}x |", vcs / ms, vs / ms);
         }
     }
