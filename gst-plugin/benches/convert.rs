@@ -13,16 +13,19 @@ const FRAMES: usize = 120;
 const WARMUP: usize = 10;
 
 /// ms per frame of `chain` between an appsrc pushing one prepared frame repeatedly and a fakesink.
+/// The sink keeps no last sample: one that holds the previous buffer makes every chain's output
+/// pool alternate between two buffers, and a tensor consumer holds none once it has run.
 fn measure(format: &str, chain: &str) -> f64 {
     let info = gst_video::VideoInfo::builder(gst_video::VideoFormat::from_string(format), W, H)
         .fps(gst::Fraction::new(30, 1))
         .build()
         .unwrap();
-    let pipeline =
-        gst::parse::launch(&format!("appsrc name=src format=time ! {chain} ! fakesink name=sink sync=false"))
-            .unwrap_or_else(|e| panic!("{chain}: {e}"))
-            .downcast::<gst::Pipeline>()
-            .unwrap();
+    let pipeline = gst::parse::launch(&format!(
+        "appsrc name=src format=time ! {chain} ! fakesink name=sink sync=false enable-last-sample=false"
+    ))
+    .unwrap_or_else(|e| panic!("{chain}: {e}"))
+    .downcast::<gst::Pipeline>()
+    .unwrap();
     let src = pipeline.by_name("src").unwrap().downcast::<gst_app::AppSrc>().unwrap();
     src.set_caps(Some(&info.to_caps().unwrap()));
     src.set_max_buffers(4);
