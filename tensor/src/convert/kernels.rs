@@ -1,8 +1,9 @@
 //! The per-row work. Loops run over contiguous f32 rows so the compiler vectorizes them: the
 //! whole row body is compiled twice on x86_64, for the baseline (SSE2) and for AVX2+FMA, and the
-//! converter picks one when it is built; aarch64 gets NEON from its baseline. The horizontal pass's
-//! scattered reads use AVX2 gathers, which measured as the largest single win (a frame's time was
-//! mostly scalar tap loads before).
+//! converter picks one when it is built; aarch64 gets NEON from its baseline. With AVX2 the
+//! horizontal taps are read with byte shuffles from 16-byte windows where they are dense and with
+//! gathers where not (scalar tap loads were most of a frame's time, then gathers were), and colour
+//! plus store run as one intrinsics pass for the common output types.
 
 // The channel and plane loops index several parallel arrays at once; iterating one of them would
 // only hide the others.
@@ -290,9 +291,10 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             continue;
         }
         let cy = y - rect.y;
-        // Per plane, one of two orders. Downscaling with AVX2, the horizontal taps are gathered
-        // straight from the two source rows' bytes (a dword per tap brings every component of a
-        // pixel, or U and V together) and blended at output width; otherwise the two rows are
+        // Per plane, one of two orders. With AVX2, where the taps are dense (shuffle plan) or
+        // sparse (a quarter of the window or less), they are read straight from the two source
+        // rows' bytes — by byte shuffles, or a dword gather per tap bringing every component of a
+        // pixel or U and V together — and blended at output width; otherwise the two rows are
         // first blended at window width into f32 and the taps gathered from that.
         let mut direct: [Option<DirectRows<'_>>; 3] = [None; 3];
         for p in 0..c.format.num_planes() {

@@ -3,11 +3,13 @@
 //! an optional source region; bilinear or nearest), layout (hwc, chw), element type, per-channel
 //! mean/std and quantization, written straight into the destination's bytes at its row stride.
 //!
-//! The geometry is planned once (`Converter::new`: coordinate tables, scratch rows, worker
-//! threads) so a frame allocates nothing. Per destination row the work is separable: each source
-//! plane is interpolated vertically over just the bytes the row needs (contiguous, vectorizable),
-//! then each colour component is sampled horizontally from that row, converted to RGB in f32,
-//! normalized with one fused scale and bias per channel, and stored as the output type.
+//! The geometry is planned once (`Converter::new`: coordinate tables, shuffle controls, scratch
+//! rows, worker threads) so a frame allocates nothing. Per destination row each colour component is
+//! sampled at output width (bilinear: two taps on each of two source rows), straight from the
+//! frame's bytes with AVX2 (byte shuffles where the taps are dense, see `Shuffle`; gathers where
+//! not), or from the rows blended vertically into f32 first (baseline). The samples are then
+//! converted to RGB in f32, normalized with one scale and bias per channel and stored as the
+//! output type, in one fused pass for uint8, int8 and float32.
 
 mod kernels;
 mod workers;
