@@ -650,10 +650,34 @@ unsafe fn shuffle_avx2(
     single: bool,
     out: &mut [Vec<f32>; 4],
 ) {
-    let blocks = if plan.quarters {
-        unsafe { shuffle_blocks::<2>(r0, r1, wy, g, plan, wq, single, out) }
-    } else {
-        unsafe { shuffle_blocks::<1>(r0, r1, wy, g, plan, wq, single, out) }
+    // One loop per (windows, members, single tap, two rows): no branch, member loop or bounds
+    // check per block (measured: NV12 → uint8 0.248 → 0.225 ms; callgrind counted ~90
+    // instructions per 8 outputs in this path before, for ~35 vector ones).
+    macro_rules! rows {
+        ($p:literal, $m:literal) => {
+            match (single, wy != 0.0) {
+                (true, false) => unsafe {
+                    shuffle_blocks::<$p, $m, true, false>(r0, r1, wy, g, plan, wq, out)
+                },
+                (true, true) => unsafe { shuffle_blocks::<$p, $m, true, true>(r0, r1, wy, g, plan, wq, out) },
+                (false, false) => unsafe {
+                    shuffle_blocks::<$p, $m, false, false>(r0, r1, wy, g, plan, wq, out)
+                },
+                (false, true) => unsafe {
+                    shuffle_blocks::<$p, $m, false, true>(r0, r1, wy, g, plan, wq, out)
+                },
+            }
+        };
+    }
+    let blocks = match (plan.quarters, g.members.len()) {
+        (false, 1) => rows!(1, 1),
+        (false, 2) => rows!(1, 2),
+        (false, 3) => rows!(1, 3),
+        (false, _) => rows!(1, 4),
+        (true, 1) => rows!(2, 1),
+        (true, 2) => rows!(2, 2),
+        (true, 3) => rows!(2, 3),
+        (true, _) => rows!(2, 4),
     };
     let n = g.i0.len().min(g.i1.len()).min(wx.len());
     let blocks = blocks.min(n / 8);
@@ -853,32 +877,36 @@ unsafe fn finish_rows<const C: usize, const FLOAT: bool, const RAW: bool>(
 }
 
 /// The blocks of `shuffle_avx2` with `P` vectors of windows (1: two windows of four outputs; 2:
-/// four of two, OR-ed); returns how many blocks it wrote.
+/// four of two, OR-ed), `M` members, taps on samples (`SINGLE`) or not, one source row or two
+/// (`TWO`); returns how many blocks it wrote.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn shuffle_blocks<const P: usize>(
+unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, const TWO: bool>(
     r0: &[u8],
     r1: &[u8],
     wy: f32,
     g: &super::Group,
     plan: &super::Shuffle,
     wq: &[u32],
-    single: bool,
     out: &mut [Vec<f32>; 4],
 ) -> usize {
     use std::arch::x86_64::*;
-    let m = g.members.len();
-    let per_block = m * 2 * P;
+    assert!(g.members.len() >= M && (1..=4).contains(&M));
+    let per_block = M * 2 * P;
     let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
     let blocks = plan.bases.len().min(wq.len() / 8).min(plan.controls.len() / per_block).min(width / 8);
+    // Each member's output row, checked above to hold `8 * blocks` values.
+    let mut rows = [std::ptr::null_mut::<f32>(); M];
+    for (j, row) in rows.iter_mut().enumerate() {
+        *row = out[g.members[j].0].as_mut_ptr();
+    }
     let wyv = _mm256_set1_ps(wy);
-    let two_rows = wy != 0.0;
     let unit = _mm256_set1_ps(1.0 / 16384.0);
-    let tap = usize::from(!single) * P;
+    let tap = if SINGLE { 0 } else { P };
+    let (bases, controls) = (plan.bases.as_ptr(), plan.controls.as_ptr());
     for b in 0..blocks {
         unsafe {
-            let w = plan.bases[b];
+            let w = *bases.add(b);
             // Vector p's lanes are windows p and p + P: the plan keeps every base + 16 within
             // `reach`.
             let load = |r: &[u8], p: usize| {
@@ -891,11 +919,17 @@ unsafe fn shuffle_blocks<const P: usize>(
             let mut v1 = [_mm256_setzero_si256(); P];
             for p in 0..P {
                 v0[p] = load(r0, p);
-                v1[p] = if two_rows { load(r1, p) } else { v0[p] };
+                if TWO {
+                    v1[p] = load(r1, p);
+                }
             }
-            let wqv = _mm256_loadu_si256(wq.as_ptr().add(8 * b) as *const __m256i);
-            let ctl = plan.controls.as_ptr().add(b * per_block);
-            for (j, &(k, _)) in g.members.iter().enumerate() {
+            let wqv = if SINGLE {
+                _mm256_setzero_si256()
+            } else {
+                _mm256_loadu_si256(wq.as_ptr().add(8 * b) as *const __m256i)
+            };
+            let ctl = controls.add(b * per_block);
+            for j in 0..M {
                 // On samples: the tap's byte; else both taps' bytes blended by one multiply-add
                 // of the Q14 weights (exact in i32, scaled back below).
                 let c = ctl.add(2 * P * j + tap);
@@ -905,15 +939,14 @@ unsafe fn shuffle_blocks<const P: usize>(
                         let u = _mm256_shuffle_epi8(v[p], _mm256_loadu_si256(c.add(p) as *const __m256i));
                         t = _mm256_or_si256(t, u);
                     }
-                    _mm256_cvtepi32_ps(if single { t } else { _mm256_madd_epi16(t, wqv) })
+                    _mm256_cvtepi32_ps(if SINGLE { t } else { _mm256_madd_epi16(t, wqv) })
                 };
                 let top = pick(&v0);
-                let mut v =
-                    if two_rows { _mm256_fmadd_ps(wyv, _mm256_sub_ps(pick(&v1), top), top) } else { top };
-                if !single {
+                let mut v = if TWO { _mm256_fmadd_ps(wyv, _mm256_sub_ps(pick(&v1), top), top) } else { top };
+                if !SINGLE {
                     v = _mm256_mul_ps(v, unit);
                 }
-                _mm256_storeu_ps(out[k].as_mut_ptr().add(8 * b), v);
+                _mm256_storeu_ps(rows[j].add(8 * b), v);
             }
         }
     }
