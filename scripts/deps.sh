@@ -5,8 +5,16 @@ set -euo pipefail
 pkgs=(libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
       gstreamer1.0-plugins-base gstreamer1.0-plugins-good libglib2.0-dev pkg-config
       python3 python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 meson ninja-build gcc)
-# The kernel lane boots a real kernel under qemu.
-[ "${1:-}" = --kernel-lane ] && pkgs+=(qemu-system-x86 busybox-static kmod xz-utils)
+aarch64=0
+for arg in "$@"; do
+  case "$arg" in
+    # The kernel lane boots a real kernel under qemu.
+    --kernel-lane) pkgs+=(qemu-system-x86 busybox-static kmod xz-utils) ;;
+    # The tensor crate is also built for aarch64 and its tests run under qemu-user.
+    --aarch64) pkgs+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user); aarch64=1 ;;
+    *) echo "deps: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -21,3 +29,6 @@ command -v cargo >/dev/null || { echo "deps: cargo (rustup) is required" >&2; ex
 for c in rustfmt clippy; do
   cargo "${c/rustfmt/fmt}" --version >/dev/null 2>&1 || rustup component add "$c"
 done
+if [ "$aarch64" = 1 ] && ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
+  rustup target add aarch64-unknown-linux-gnu
+fi

@@ -1,9 +1,9 @@
 #!/bin/bash
 # Every test: lint, unit and pipeline tests on the host, the plugin from C, Python and a meson
-# install, the examples, then the real-kernel lane.
+# install, the examples, the tensor crate on aarch64 (qemu-user), then the real-kernel lane.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh --kernel-lane
+bash scripts/deps.sh --kernel-lane --aarch64
 export CARGO_TERM_COLOR=never CARGO_TARGET_DIR=$PWD/target
 root=$PWD
 step() { echo; echo "=== $*"; }
@@ -41,6 +41,13 @@ GST_PLUGIN_PATH=$root/target/meson-install/lib/gstreamer-1.0 GST_REGISTRY=$root/
 grep -q "Filename.*meson-install/lib/gstreamer-1.0/libgstedgefirst.so" target/inspect-meson.txt
 echo "meson: $(grep Filename target/inspect-meson.txt | xargs)"
 unset GST_PLUGIN_PATH GST_REGISTRY
+
+step "tensor crate on aarch64: clippy, then its tests cross-built and run under qemu-user"
+# The baseline (non-AVX2) kernels are what aarch64 runs, auto-vectorized for NEON.
+cargo clippy -p edgefirst-tensor --target aarch64-unknown-linux-gnu --all-targets -- -D warnings
+CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
+CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" \
+  cargo test --release -p edgefirst-tensor --target aarch64-unknown-linux-gnu
 
 step "kernel lane (real 6.12 kernel under qemu)"
 tests/kernel/run.sh

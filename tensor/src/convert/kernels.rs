@@ -380,6 +380,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         }
         // Colour, normalization and the store in one pass where there is a fused kernel for the
         // output; the rest (and the last columns of a row) through the channel rows.
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
         let mut done = 0;
         #[cfg(target_arch = "x86_64")]
         if c.avx2 && c.fused_finish {
@@ -442,13 +443,14 @@ fn colour(c: &Converter, s: &mut Scratch, xs: Range<usize>) {
 #[inline(always)]
 fn horizontal(avx2: bool, row: &[f32], i0: &[u32], i1: &[u32], w: &[f32], single: bool, out: &mut [f32]) {
     let n = out.len().min(i0.len()).min(i1.len()).min(w.len());
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut x = 0;
     #[cfg(target_arch = "x86_64")]
     if avx2 {
         // Eight gathered pairs at a time: scalar loads were most of a frame's time.
         x = unsafe { horizontal_avx2(row, &i0[..n], &i1[..n], &w[..n], single, &mut out[..n]) };
     }
-    let _ = avx2;
+    let _ = (avx2, single);
     for x in x..n {
         debug_assert!((i0[x] as usize) < row.len() && (i1[x] as usize) < row.len());
         let (a, b) = unsafe { (*row.get_unchecked(i0[x] as usize), *row.get_unchecked(i1[x] as usize)) };

@@ -133,6 +133,8 @@ struct Comp {
 /// Components gathered together: `members` are (component index, byte offset from the base), the
 /// taps are the base's.
 #[derive(Debug, Clone)]
+// The plan is made on every target; only the x86_64 kernels read all of it.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 struct Group {
     plane: usize,
     chroma: bool,
@@ -153,6 +155,8 @@ struct Group {
 /// ~40 % of 1080p → 640 letterbox on one core); a shuffle does eight taps in one single-cycle
 /// instruction.
 #[derive(Debug, Clone)]
+// The plan is made on every target; only the x86_64 kernels read all of it.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 struct Shuffle {
     quarters: bool,
     /// Per block, the windows' first bytes (two used without `quarters`).
@@ -339,6 +343,8 @@ struct Scratch {
 }
 
 /// The planned conversion of one source geometry into one destination layout.
+// The plan is made on every target; only the x86_64 kernels read all of it.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub struct Converter {
     format: PixelFormat,
     src_w: usize,
