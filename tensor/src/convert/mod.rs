@@ -152,8 +152,8 @@ struct Group {
 /// taps such as YUY2's) four windows of two outputs, the lanes of two vectors whose shuffles are
 /// OR-ed. One `pshufb` per tap and member then moves every output's byte into a zero-extended
 /// dword. Gathers were most of an NV12 frame's time (measured: the pair gathers and luma gathers
-/// ~40 % of 1080p → 640 letterbox on one core); a shuffle does eight taps in one single-cycle
-/// instruction.
+/// ~40 % of 1080p → 640 letterbox on one core); a shuffle (two with `quarters`) does eight taps
+/// in single-cycle instructions.
 #[derive(Debug, Clone)]
 // The plan is made on every target; only the x86_64 kernels read all of it.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -732,5 +732,71 @@ impl Converter {
             unsafe { kernels::rows(self, src, out, r0..r1, &mut scratch) };
         });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the AVX2 kernel does with a plan, in scalar: per block, each output's dword from its
+    /// window through the controls (`pshufb` semantics: index bit 7 gives zero, lanes of 16).
+    fn apply(plan: &Shuffle, row: &[u8], members: usize, two: bool) -> Vec<Vec<[u8; 4]>> {
+        let parts = if plan.quarters { 2 } else { 1 };
+        let mut out = vec![Vec::new(); members];
+        for (b, base) in plan.bases.iter().enumerate() {
+            for (m, out) in out.iter_mut().enumerate() {
+                let first = (b * members + m) * 2 * parts + usize::from(two) * parts;
+                for j in 0..8 {
+                    let mut dword = [0u8; 4];
+                    for p in 0..parts {
+                        let ctl = &plan.controls[first + p];
+                        // Lane j / 4 of vector p is window p + parts * (j / 4).
+                        let window = &row[base[p + parts * (j / 4)] as usize..][..16];
+                        for (k, byte) in dword.iter_mut().enumerate() {
+                            let c = ctl[4 * j + k];
+                            *byte |= if c & 0x80 != 0 { 0 } else { window[(c & 15) as usize] };
+                        }
+                    }
+                    out.push(dword);
+                }
+            }
+        }
+        out
+    }
+
+    fn check(i0: &[u32], i1: &[u32], members: &[(usize, usize)], quarters: bool) {
+        let plan = shuffle_plan(i0, i1, members).expect("a plan");
+        assert_eq!(plan.quarters, quarters);
+        let row: Vec<u8> = (0..plan.reach).map(|i| (i * 7 + 3) as u8).collect();
+        let one = apply(&plan, &row, members.len(), false);
+        let two = apply(&plan, &row, members.len(), true);
+        for (m, &(_, shift)) in members.iter().enumerate() {
+            for x in 0..i0.len() / 8 * 8 {
+                let (a, b) = (row[i0[x] as usize + shift], row[i1[x] as usize + shift]);
+                assert_eq!(one[m][x], [a, 0, 0, 0], "member {m} output {x}: tap 0 alone");
+                assert_eq!(two[m][x], [a, 0, b, 0], "member {m} output {x}: both taps as words");
+            }
+        }
+    }
+
+    #[test]
+    fn shuffle_plans_pick_every_tap() {
+        // NV12 1080p → 640: luma every third byte; chroma (U, V) pairs 1.5 samples apart.
+        let luma: Vec<u32> = (0..40).map(|i| 3 * i + 1).collect();
+        check(&luma, &luma, &[(0, 0)], false);
+        let c0: Vec<u32> = (0..40).map(|i| 2 * ((3 * i) / 2)).collect();
+        let c1: Vec<u32> = c0.iter().map(|&t| t + 2).collect();
+        check(&c0, &c1, &[(1, 0), (2, 1)], false);
+        // YUY2 at the same scale: luma every sixth byte needs windows of two outputs.
+        let y: Vec<u32> = (0..40).map(|i| 6 * i + 2).collect();
+        check(&y, &y, &[(0, 0)], true);
+        // RGBA at 3×: whole pixels every 12 bytes with their right neighbours fit no window of
+        // two outputs; gathers stay. Without the neighbours (taps on one side) they do.
+        let rgba: Vec<u32> = (0..40).map(|i| 12 * i + 4).collect();
+        let right: Vec<u32> = rgba.iter().map(|&t| t + 4).collect();
+        let pixel = [(0, 0), (1, 1), (2, 2), (3, 3)];
+        assert!(shuffle_plan(&rgba, &right, &pixel).is_none());
+        check(&rgba, &rgba, &pixel, true);
     }
 }
