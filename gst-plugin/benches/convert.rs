@@ -1,8 +1,9 @@
 //! Per-frame cost of turning a 1920×1080 camera frame into a 640×640 letterboxed RGB model input:
 //! edgefirsttensor (uint8, int8, float32 with mean/std) against the stock GStreamer chains that
 //! produce the same picture, and against a memcpy of the same input + output bytes, all measured
-//! in this one process, each the best of three runs spread over the whole benchmark. Run with `cargo bench -p gstedgefirst --bench convert` (release build);
-//! the table goes into docs/benchmarks.md.
+//! in this one process, each the best of five runs spread over the whole benchmark. Run with
+//! `cargo bench -p gstedgefirst --bench convert` (release build); the table goes into
+//! docs/benchmarks.md.
 
 use gst::prelude::*;
 use std::time::Instant;
@@ -124,10 +125,10 @@ fn main() {
         Ok(list) => list.split(',').map(str::to_string).collect(),
         Err(_) => ["NV12", "YUY2", "RGBA"].map(str::to_string).to_vec(),
     };
-    // Three rounds over every case, keeping each case's best: this VM's noise comes in bursts, and
+    // Five rounds over every case, keeping each case's best: this VM's noise comes in bursts, and
     // spreading a case's runs over the whole benchmark keeps one burst from deciding it.
     let mut best = vec![vec![f64::MAX; chains.len() + 1]; formats.len()];
-    for _round in 0..3 {
+    for _round in 0..5 {
         for (f, format) in formats.iter().enumerate() {
             for (c, (name, chain)) in chains.iter().enumerate() {
                 if only.as_ref().is_none_or(|o| name.contains(o.as_str())) {
