@@ -926,12 +926,13 @@ impl BaseTransformImpl for EdgeFirstTensor {
         // One buffer made ready, more on demand: a tensor returned before the next frame comes
         // back still in cache (measured: float32 1080p → 640 at 0.42 ms a frame with two made
         // ready, 0.37 with one).
-        let (pool, size) = crate::BufferPool::configured(&caps, size as u32, 1, 0)
+        let min_buffers = 1;
+        let (pool, size) = crate::BufferPool::configured(&caps, size as u32, min_buffers, 0)
             .map_err(|e| gst::loggable_error!(CAT, "edgefirst pool refused {caps}: {e}"))?;
         while query.allocation_pools().len() > 0 {
             query.remove_nth_allocation_pool(0);
         }
-        query.add_allocation_pool(Some(&pool), size, 1, 0);
+        query.add_allocation_pool(Some(&pool), size, min_buffers, 0);
         self.parent_decide_allocation(query)
     }
 

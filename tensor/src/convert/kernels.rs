@@ -25,8 +25,12 @@ unsafe impl Sync for SendPtr {}
 /// BT.601 luma weights: the one definition of gray output for every source.
 #[inline(always)]
 pub(super) fn gray(r: f32, g: f32, b: f32) -> f32 {
-    0.299 * r + 0.587 * g + 0.114 * b
+    let [wr, wg, wb] = GRAY_WEIGHTS;
+    wr * r + wg * g + wb * b
 }
+
+/// The weights of R, G and B in `gray` (also the fused kernel's).
+const GRAY_WEIGHTS: [f32; 3] = [0.299, 0.587, 0.114];
 
 /// Conversion of a finished f32 value to the stored element: integers round half away from zero
 /// and saturate (`as` saturates and maps NaN to 0; adding ±0.5 before the truncating cast avoids a
@@ -625,7 +629,22 @@ unsafe fn group_avx2(
         }
         x += 8;
     }
-    for x in lanes..n {
+    group_tail(r0, r1, wy, g, wx, lanes..n, out);
+}
+
+/// A group's outputs `xs` one at a time, straight from the two source rows' bytes: the columns
+/// the vector kernels leave after their last full block.
+#[cfg(target_arch = "x86_64")]
+fn group_tail(
+    r0: &[u8],
+    r1: &[u8],
+    wy: f32,
+    g: &super::Group,
+    wx: &[f32],
+    xs: Range<usize>,
+    out: &mut [Vec<f32>; 4],
+) {
+    for x in xs {
         for &(k, shift) in &g.members {
             let at = |r: &[u8], i: u32| r[i as usize + shift] as f32;
             let (i0, i1) = (g.i0[x], g.i1[x]);
@@ -683,15 +702,7 @@ unsafe fn shuffle_avx2(
     };
     let n = g.i0.len().min(g.i1.len()).min(wx.len());
     let blocks = blocks.min(n / 8);
-    for x in 8 * blocks..n {
-        for &(k, shift) in &g.members {
-            let at = |r: &[u8], i: u32| r[i as usize + shift] as f32;
-            let (i0, i1) = (g.i0[x], g.i1[x]);
-            let top = at(r0, i0) + wx[x] * (at(r0, i1) - at(r0, i0));
-            let bottom = at(r1, i0) + wx[x] * (at(r1, i1) - at(r1, i0));
-            out[k][x] = top + wy * (bottom - top);
-        }
-    }
+    group_tail(r0, r1, wy, g, wx, 8 * blocks..n, out);
 }
 
 /// Colour, normalization and store of content columns `0..n` (`n` the largest multiple of 8) of
@@ -739,7 +750,7 @@ unsafe fn finish_rows<const C: usize, const FLOAT: bool, const RAW: bool>(
     let k = c.yuv_bias.map(|v| _mm256_set1_ps(v));
     let scale = c.scale.map(|v| _mm256_set1_ps(v));
     let bias = c.bias.map(|v| _mm256_set1_ps(v));
-    let gray_w = [0.299f32, 0.587, 0.114].map(|v| _mm256_set1_ps(v));
+    let gray_w = GRAY_WEIGHTS.map(|v| _mm256_set1_ps(v));
     let alpha = matches!(c.kind, SrcKind::Rgb { alpha: true });
     let row = unsafe { dst.0.add(y * d.row_stride + x0 * if d.chw { esz } else { C * esz }) };
     let mut x = 0;
