@@ -1,6 +1,6 @@
 //! The conversion engine alone (no GStreamer), 1920×1080 → 640×640 letterboxed RGB: the best of
 //! 60 runs per case, so a loaded machine still gives a repeatable figure. Optional argument: one
-//! case, e.g. `Nv12U8`. `EDGEFIRST_CONVERT_NO_SIMD=1` measures the baseline kernels.
+//! case, e.g. `Nv12U8`. `EDGEFIRST_CONVERT_SIMD=baseline` (or `avx2`) measures the narrower kernels.
 //!
 //!     cargo run --release -p edgefirst-tensor --example convert-speed
 
@@ -35,7 +35,8 @@ fn main() {
             c.convert(&img, out).unwrap();
         }
         let mut best = f64::MAX;
-        for _ in 0..60 {
+        let runs = std::env::var("CONVERT_SPEED_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
+        for _ in 0..runs {
             let t = std::time::Instant::now();
             c.convert(&img, out).unwrap();
             best = best.min(t.elapsed().as_secs_f64() * 1000.0);

@@ -3,7 +3,7 @@
 //! normalization, quantization, colorimetry, nearest sampling, a source region, padded
 //! destinations and threads.
 
-use edgefirst_tensor::convert::{Colorspace, ConvertSpec, Converter, DstLayout, SrcImage};
+use edgefirst_tensor::convert::{Colorspace, ConvertSpec, Converter, DstLayout, Simd, SrcImage};
 use edgefirst_tensor::preprocess::{
     letterbox_rect, Colorimetry, FitMode, Interpolation, LetterboxPlacement, Region,
 };
@@ -206,20 +206,24 @@ fn bounds(d: DType) -> (f64, f64) {
     }
 }
 
+/// Every kernel level this CPU has, baseline first.
+fn levels() -> Vec<Simd> {
+    [Simd::Baseline, Simd::Avx2, Simd::Avx512].into_iter().filter(|&l| l <= Simd::detect()).collect()
+}
+
 /// Convert and compare every byte of the destination with the reference: 1 LSB for integer
 /// outputs, 1e-3 for float (f16 at its own precision).
 fn check(frame: &Frame, dst: DstLayout, spec: &ConvertSpec, threads: usize) -> Vec<u8> {
     let mut conv = Converter::new(frame.format, frame.w, frame.h, dst, spec, threads).unwrap();
-    // The baseline kernels first, against the reference; then the SIMD ones (where the CPU has
-    // them) below.
-    conv.set_simd(false);
-    let mut base = vec![0xeeu8; dst.bytes() + 7];
-    conv.convert(&frame.image(), &mut base).unwrap();
-    compare(frame, &dst, spec, &base);
-    conv.set_simd(true);
-    let mut out = vec![0xeeu8; dst.bytes() + 7];
-    conv.convert(&frame.image(), &mut out).unwrap();
-    compare(frame, &dst, spec, &out);
+    // The baseline kernels first, against the reference; then each wider level the CPU has.
+    let mut out = Vec::new();
+    for level in levels() {
+        conv.set_simd(level);
+        assert_eq!(conv.simd(), level);
+        out = vec![0xeeu8; dst.bytes() + 7];
+        conv.convert(&frame.image(), &mut out).unwrap();
+        compare(frame, &dst, spec, &out);
+    }
     out
 }
 
@@ -441,9 +445,9 @@ fn frames_ending_at_their_last_pixel() {
         {
             let dst = DstLayout::dense(w, h, Colorspace::Rgb, false, DType::U8);
             let spec = ConvertSpec { fit, ..Default::default() };
-            for simd in [false, true] {
+            for level in levels() {
                 let mut conv = Converter::new(format, 96, 72, dst, &spec, 1).unwrap();
-                conv.set_simd(simd);
+                conv.set_simd(level);
                 let mut out = vec![0xeeu8; dst.bytes() + 7];
                 conv.convert(&frame.image_exact(), &mut out).unwrap();
                 compare(&frame, &dst, &spec, &out);

@@ -30,7 +30,7 @@ pub(super) fn gray(r: f32, g: f32, b: f32) -> f32 {
 }
 
 /// The weights of R, G and B in `gray` (also the fused kernel's).
-const GRAY_WEIGHTS: [f32; 3] = [0.299, 0.587, 0.114];
+pub(super) const GRAY_WEIGHTS: [f32; 3] = [0.299, 0.587, 0.114];
 
 /// Conversion of a finished f32 value to the stored element: integers round half away from zero
 /// and saturate (`as` saturates and maps NaN to 0; adding ±0.5 before the truncating cast avoids a
@@ -340,10 +340,13 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 } else {
                     (&c.weights_luma, c.luma_on_samples)
                 };
-                match &g.shuffle {
-                    Some(plan) if shuffled => {
+                let wq = if g.chroma { &c.q14_chroma } else { &c.q14_luma };
+                match (&g.permute, &g.shuffle) {
+                    (Some(plan), _) if c.avx512 && plan.reach <= r0.len().min(r1.len()) => unsafe {
+                        super::avx512::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps)
+                    },
+                    (_, Some(plan)) if shuffled => {
                         assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
-                        let wq = if g.chroma { &c.q14_chroma } else { &c.q14_luma };
                         unsafe { shuffle_avx2(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps) };
                     }
                     _ => {
@@ -388,7 +391,11 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         let mut done = 0;
         #[cfg(target_arch = "x86_64")]
         if c.avx2 && c.fused_finish {
-            done = unsafe { finish_avx2(c, &s.comps, dst, y) };
+            done = if c.avx512 {
+                unsafe { super::avx512::finish(c, &s.comps, dst, y) }
+            } else {
+                unsafe { finish_avx2(c, &s.comps, dst, y) }
+            };
         }
         let xs = done..rect.width;
         colour(c, s, xs.clone());
@@ -635,7 +642,7 @@ unsafe fn group_avx2(
 /// A group's outputs `xs` one at a time, straight from the two source rows' bytes: the columns
 /// the vector kernels leave after their last full block.
 #[cfg(target_arch = "x86_64")]
-fn group_tail(
+pub(super) fn group_tail(
     r0: &[u8],
     r1: &[u8],
     wy: f32,

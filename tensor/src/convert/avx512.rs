@@ -1,0 +1,414 @@
+//! AVX-512 (F, BW, VBMI) forms of the fused finish: sixteen pixels per iteration, the 8-bit
+//! interleave as one `vpermb` over the packed channels and the float32 one as two-source
+//! permutes, and the row's last columns under masks instead of a scalar tail.
+
+#![allow(clippy::needless_range_loop)]
+
+use super::kernels::{group_tail, SendPtr, GRAY_WEIGHTS};
+use super::{Colorspace, Converter, Group, Permute, SrcKind};
+use crate::dtype::DType;
+use std::arch::x86_64::*;
+
+/// The CPU has what the kernels here use (`vpermb` is VBMI).
+pub(super) fn detect() -> bool {
+    std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx512bw")
+        && std::is_x86_feature_detected!("avx512vl")
+        && std::is_x86_feature_detected!("avx512vbmi")
+}
+
+/// Byte `j` of a pixel-interleaved run of `C`-channel pixels, from the packed vector in which
+/// 128-bit lane `l` holds channel `c` of pixels `4l..4l+4` at bytes `16l + 4c ..`.
+const fn interleave8<const C: usize>() -> [u8; 64] {
+    let mut t = [0u8; 64];
+    let mut j = 0;
+    while j < 16 * C {
+        let (p, c) = (j / C, j % C);
+        t[j] = (16 * (p / 4) + 4 * c + p % 4) as u8;
+        j += 1;
+    }
+    t
+}
+
+/// For float32 RGB: per output vector `k` (floats `16k..16k+16` of the run), the index vectors of
+/// `permutex2var(R, a, G)` (R and G in place, B's slots unused) and of
+/// `permutex2var(that, b, B)`.
+const fn interleave_f32_rgb() -> [[[u32; 16]; 2]; 3] {
+    let mut t = [[[0u32; 16]; 2]; 3];
+    let mut k = 0;
+    while k < 3 {
+        let mut i = 0;
+        while i < 16 {
+            let j = 16 * k + i;
+            let (p, c) = ((j / 3) as u32, j % 3);
+            t[k][0][i] = match c {
+                0 => p,
+                1 => 16 + p,
+                _ => 0,
+            };
+            t[k][1][i] = if c == 2 { 16 + p } else { i as u32 };
+            i += 1;
+        }
+        k += 1;
+    }
+    t
+}
+
+const RGB8: [u8; 64] = interleave8::<3>();
+const RGBA8: [u8; 64] = interleave8::<4>();
+const RGB32: [[[u32; 16]; 2]; 3] = interleave_f32_rgb();
+
+/// Colour, normalization and store of every content column of row `y` (the arithmetic of
+/// `kernels::finish_avx2`, lane for lane). One loop per source kind, channel count and output
+/// form, the blocks of sixteen unmasked and the row's last columns under masks: a colourspace
+/// match and mask arithmetic left in the loop were a fifth of its samples (measured: NV12 →
+/// float32 0.274 → … ms).
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VL/VBMI; `dst` holds the converter's layout; `comps` rows hold the
+/// content width.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
+pub(super) unsafe fn finish(c: &Converter, comps: &[Vec<f32>; 4], dst: SendPtr, y: usize) -> usize {
+    let out = match (c.dst.dtype, c.raw8) {
+        (DType::U8 | DType::I8, true) => RAW8,
+        (DType::U8 | DType::I8, false) => BYTE,
+        _ => FLOAT,
+    };
+    macro_rules! by_out {
+        ($k:expr, $c:literal) => {
+            match out {
+                RAW8 => unsafe { finish_rows::<{ $k }, $c, RAW8>(c, comps, dst, y) },
+                BYTE => unsafe { finish_rows::<{ $k }, $c, BYTE>(c, comps, dst, y) },
+                _ => unsafe { finish_rows::<{ $k }, $c, FLOAT>(c, comps, dst, y) },
+            }
+        };
+    }
+    macro_rules! by_channels {
+        ($k:expr) => {
+            match c.dst.colorspace.channels() {
+                1 => by_out!($k, 1),
+                3 => by_out!($k, 3),
+                _ => by_out!($k, 4),
+            }
+        };
+    }
+    match c.kind {
+        SrcKind::Yuv => by_channels!(YUV),
+        SrcKind::Rgb { .. } => by_channels!(RGB),
+        SrcKind::Gray => by_channels!(GRAY),
+    }
+}
+
+/// Source kinds and output forms of `finish_rows`.
+const YUV: u8 = 0;
+const RGB: u8 = 1;
+const GRAY: u8 = 2;
+/// uint8 as it is or int8 as value - 128, no normalization; 8-bit normalized or quantized;
+/// float32.
+const RAW8: u8 = 0;
+const BYTE: u8 = 1;
+const FLOAT: u8 = 2;
+
+/// The per-row constants of `finish_rows`, broadcast; channel `i` of the output is source
+/// channel `order[i]` (BGR is RGB's matrix rows or components in the other order).
+struct Consts {
+    m: [[__m512; 3]; 3],
+    k: [__m512; 3],
+    scale: [__m512; 4],
+    bias: [__m512; 4],
+    gray: [__m512; 3],
+    lo: __m512,
+    hi: __m512,
+    order: [usize; 4],
+    alpha: bool,
+    signed: bool,
+    chw: bool,
+    plane_stride: usize,
+}
+
+#[inline(always)]
+unsafe fn finish_rows<const K: u8, const C: usize, const OUT: u8>(
+    c: &Converter,
+    comps: &[Vec<f32>; 4],
+    dst: SendPtr,
+    y: usize,
+) -> usize {
+    let d = &c.dst;
+    let n = c.content.rect.width.min(comps[0].len());
+    let signed = d.dtype == DType::I8;
+    let order = if d.colorspace == Colorspace::Bgr { [2, 1, 0, 3] } else { [0, 1, 2, 3] };
+    let zero = _mm512_setzero_ps();
+    let mut k = Consts {
+        m: [[zero; 3]; 3],
+        k: [zero; 3],
+        scale: [zero; 4],
+        bias: [zero; 4],
+        gray: [zero; 3],
+        lo: _mm512_set1_ps(if signed { -128.0 } else { 0.0 }),
+        hi: _mm512_set1_ps(if signed { 127.0 } else { 255.0 }),
+        order,
+        alpha: matches!(c.kind, SrcKind::Rgb { alpha: true }),
+        signed,
+        chw: d.chw,
+        plane_stride: d.plane_stride,
+    };
+    for i in 0..3 {
+        for j in 0..3 {
+            k.m[i][j] = _mm512_set1_ps(c.matrix[order[i]][j]);
+        }
+        k.k[i] = _mm512_set1_ps(c.yuv_bias[order[i]]);
+        k.gray[i] = _mm512_set1_ps(GRAY_WEIGHTS[i]);
+    }
+    for i in 0..4 {
+        k.scale[i] = _mm512_set1_ps(c.scale[i]);
+        k.bias[i] = _mm512_set1_ps(c.bias[i]);
+    }
+    let esz = if OUT == FLOAT { 4 } else { 1 };
+    let row = unsafe { dst.0.add(y * d.row_stride + c.content.rect.x * if d.chw { esz } else { C * esz }) };
+    let mut x = 0;
+    while x + 16 <= n {
+        unsafe { pixels::<K, C, OUT>(&k, comps, row, x, 16) };
+        x += 16;
+    }
+    if x < n {
+        unsafe { pixels::<K, C, OUT>(&k, comps, row, x, n - x) };
+    }
+    n
+}
+
+/// Pixels `x..x + left` (`left` ≤ 16; loads and stores masked below 16).
+#[inline(always)]
+unsafe fn pixels<const K: u8, const C: usize, const OUT: u8>(
+    k: &Consts,
+    comps: &[Vec<f32>; 4],
+    row: *mut u8,
+    x: usize,
+    left: usize,
+) {
+    let px: u16 = if left >= 16 { !0 } else { (1u16 << left) - 1 };
+    // Lanes `from..` of a store of the pixels' `C * left` values.
+    let lanes = |from: usize, width: usize| -> u64 {
+        let bits = (C * left).saturating_sub(from).min(width);
+        if bits >= 64 {
+            !0
+        } else {
+            (1u64 << bits) - 1
+        }
+    };
+    let zero = _mm512_setzero_ps();
+    let full = _mm512_set1_ps(255.0);
+    unsafe {
+        let ld = |i: usize| _mm512_maskz_loadu_ps(px, comps[i].as_ptr().add(x));
+        // Output channels 0..3 in order (colour, or gray's source RGB), 0..255.
+        let mut ch = [zero, zero, zero, full];
+        match K {
+            YUV => {
+                let (yv, uv, vv) = (ld(0), ld(1), ld(2));
+                for i in 0..3 {
+                    let v = _mm512_fmadd_ps(
+                        k.m[i][0],
+                        yv,
+                        _mm512_fmadd_ps(k.m[i][1], uv, _mm512_fmadd_ps(k.m[i][2], vv, k.k[i])),
+                    );
+                    ch[i] =
+                        if OUT == RAW8 && C != 1 { v } else { _mm512_min_ps(_mm512_max_ps(v, zero), full) };
+                }
+            }
+            RGB => {
+                for i in 0..3 {
+                    ch[i] = ld(k.order[i]);
+                }
+            }
+            _ => {
+                let v = ld(0);
+                ch = [v, v, v, full];
+            }
+        }
+        if C == 1 {
+            // Gray's weights are over R, G, B: the order is RGB's for a one-channel output.
+            ch[0] = _mm512_fmadd_ps(
+                k.gray[0],
+                ch[0],
+                _mm512_fmadd_ps(k.gray[1], ch[1], _mm512_mul_ps(k.gray[2], ch[2])),
+            );
+        }
+        if C == 4 && k.alpha {
+            ch[3] = ld(3);
+        }
+        if OUT != RAW8 {
+            for i in 0..C {
+                ch[i] = _mm512_fmadd_ps(ch[i], k.scale[i], k.bias[i]);
+            }
+        }
+        if OUT == FLOAT {
+            if k.chw || C == 1 {
+                for i in 0..C {
+                    _mm512_mask_storeu_ps(row.add(i * k.plane_stride + 4 * x) as *mut f32, px, ch[i]);
+                }
+            } else if C == 3 {
+                let at = row.add(12 * x) as *mut f32;
+                for v in 0..3 {
+                    let a = _mm512_loadu_si512(RGB32[v][0].as_ptr() as *const _);
+                    let b = _mm512_loadu_si512(RGB32[v][1].as_ptr() as *const _);
+                    let t = _mm512_permutex2var_ps(ch[0], a, ch[1]);
+                    let o = _mm512_permutex2var_ps(t, b, ch[2]);
+                    _mm512_mask_storeu_ps(at.add(16 * v), lanes(16 * v, 16) as u16, o);
+                }
+            } else {
+                // Lane l of p0..p3 is pixel 4l..4l+3 (R, G, B, A); output vector v is pixels
+                // 4v..4v+4, lane v of each.
+                let (t0, t1) = (_mm512_unpacklo_ps(ch[0], ch[1]), _mm512_unpackhi_ps(ch[0], ch[1]));
+                let (t2, t3) = (_mm512_unpacklo_ps(ch[2], ch[3]), _mm512_unpackhi_ps(ch[2], ch[3]));
+                let p0 = _mm512_shuffle_ps::<0b01_00_01_00>(t0, t2);
+                let p1 = _mm512_shuffle_ps::<0b11_10_11_10>(t0, t2);
+                let p2 = _mm512_shuffle_ps::<0b01_00_01_00>(t1, t3);
+                let p3 = _mm512_shuffle_ps::<0b11_10_11_10>(t1, t3);
+                let a01 = _mm512_shuffle_f32x4::<0b01_00_01_00>(p0, p1); // p0.0 p0.1 p1.0 p1.1
+                let a23 = _mm512_shuffle_f32x4::<0b01_00_01_00>(p2, p3);
+                let b01 = _mm512_shuffle_f32x4::<0b11_10_11_10>(p0, p1); // p0.2 p0.3 p1.2 p1.3
+                let b23 = _mm512_shuffle_f32x4::<0b11_10_11_10>(p2, p3);
+                let o = [
+                    _mm512_shuffle_f32x4::<0b10_00_10_00>(a01, a23),
+                    _mm512_shuffle_f32x4::<0b11_01_11_01>(a01, a23),
+                    _mm512_shuffle_f32x4::<0b10_00_10_00>(b01, b23),
+                    _mm512_shuffle_f32x4::<0b11_01_11_01>(b01, b23),
+                ];
+                let at = row.add(16 * x) as *mut f32;
+                for v in 0..4 {
+                    _mm512_mask_storeu_ps(at.add(16 * v), lanes(16 * v, 16) as u16, o[v]);
+                }
+            }
+        } else {
+            let mut q = [_mm512_setzero_si512(); 4];
+            for i in 0..C {
+                q[i] = _mm512_cvtps_epi32(if OUT == RAW8 {
+                    ch[i]
+                } else {
+                    _mm512_min_ps(_mm512_max_ps(ch[i], k.lo), k.hi)
+                });
+            }
+            let flip = _mm512_set1_epi8(-128);
+            let pack8 = |a: __m512i, b: __m512i| match (OUT == RAW8, k.signed) {
+                (true, true) => _mm512_xor_si512(_mm512_packus_epi16(a, b), flip),
+                (false, true) => _mm512_packs_epi16(a, b),
+                _ => _mm512_packus_epi16(a, b),
+            };
+            if k.chw || C == 1 {
+                for i in 0..C {
+                    let v = if k.signed && OUT != RAW8 {
+                        _mm512_cvtsepi32_epi8(q[i])
+                    } else {
+                        let u = _mm512_cvtusepi32_epi8(_mm512_max_epi32(q[i], _mm512_setzero_si512()));
+                        if k.signed {
+                            _mm_xor_si128(u, _mm_set1_epi8(-128))
+                        } else {
+                            u
+                        }
+                    };
+                    _mm_mask_storeu_epi8(row.add(i * k.plane_stride + x) as *mut i8, px, v);
+                }
+            } else {
+                let (b, table) = if C == 3 {
+                    (pack8(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[2])), RGB8.as_ptr())
+                } else {
+                    (pack8(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[3])), RGBA8.as_ptr())
+                };
+                let v = _mm512_permutexvar_epi8(_mm512_loadu_si512(table as *const _), b);
+                _mm512_mask_storeu_epi8(row.add(C * x) as *mut i8, lanes(0, 64), v);
+            }
+        }
+    }
+}
+
+/// A group's components at every content column through its `Permute` plan (the arithmetic of
+/// `kernels::shuffle_avx2`, sixteen outputs at a time); the columns after the last block as
+/// `group_tail` does them.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VBMI; `plan.reach` bytes are readable from both rows.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn sample(
+    r0: &[u8],
+    r1: &[u8],
+    wy: f32,
+    g: &Group,
+    plan: &Permute,
+    wx: &[f32],
+    wq: &[u32],
+    single: bool,
+    out: &mut [Vec<f32>; 4],
+) {
+    assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
+    macro_rules! rows {
+        ($m:literal) => {
+            match (single, wy != 0.0) {
+                (true, false) => unsafe { sample_blocks::<$m, true, false>(r0, r1, wy, g, plan, wq, out) },
+                (true, true) => unsafe { sample_blocks::<$m, true, true>(r0, r1, wy, g, plan, wq, out) },
+                (false, false) => unsafe { sample_blocks::<$m, false, false>(r0, r1, wy, g, plan, wq, out) },
+                (false, true) => unsafe { sample_blocks::<$m, false, true>(r0, r1, wy, g, plan, wq, out) },
+            }
+        };
+    }
+    let blocks = match g.members.len() {
+        1 => rows!(1),
+        2 => rows!(2),
+        3 => rows!(3),
+        _ => rows!(4),
+    };
+    let n = g.i0.len().min(g.i1.len()).min(wx.len());
+    let blocks = blocks.min(n / 16);
+    group_tail(r0, r1, wy, g, wx, 16 * blocks..n, out);
+}
+
+#[inline(always)]
+unsafe fn sample_blocks<const M: usize, const SINGLE: bool, const TWO: bool>(
+    r0: &[u8],
+    r1: &[u8],
+    wy: f32,
+    g: &Group,
+    plan: &Permute,
+    wq: &[u32],
+    out: &mut [Vec<f32>; 4],
+) -> usize {
+    assert!(g.members.len() >= M && (1..=4).contains(&M));
+    let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
+    let blocks = plan.bases.len().min(wq.len() / 16).min(plan.controls.len() / (2 * M)).min(width / 16);
+    let mut rows = [std::ptr::null_mut::<f32>(); M];
+    for (j, row) in rows.iter_mut().enumerate() {
+        *row = out[g.members[j].0].as_mut_ptr();
+    }
+    let wyv = _mm512_set1_ps(wy);
+    let unit = _mm512_set1_ps(1.0 / 16384.0);
+    // Byte 0 of each dword, or bytes 0 and 2.
+    let keep: u64 = if SINGLE { 0x1111_1111_1111_1111 } else { 0x5555_5555_5555_5555 };
+    let form = usize::from(!SINGLE);
+    for b in 0..blocks {
+        unsafe {
+            let base = *plan.bases.get_unchecked(b) as usize;
+            let load = |r: &[u8], at: usize| _mm512_loadu_si512(r.as_ptr().add(base + at) as *const _);
+            let (a0, b0) = (load(r0, 0), load(r0, 64));
+            let (a1, b1) = if TWO { (load(r1, 0), load(r1, 64)) } else { (a0, b0) };
+            let wqv = if SINGLE {
+                _mm512_setzero_si512()
+            } else {
+                _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _)
+            };
+            for j in 0..M {
+                let ctl = _mm512_loadu_si512(plan.controls.as_ptr().add((b * M + j) * 2 + form) as *const _);
+                let pick = |lo: __m512i, hi: __m512i| {
+                    let t = _mm512_maskz_permutex2var_epi8(keep, lo, ctl, hi);
+                    _mm512_cvtepi32_ps(if SINGLE { t } else { _mm512_madd_epi16(t, wqv) })
+                };
+                let top = pick(a0, b0);
+                let mut v =
+                    if TWO { _mm512_fmadd_ps(wyv, _mm512_sub_ps(pick(a1, b1), top), top) } else { top };
+                if !SINGLE {
+                    v = _mm512_mul_ps(v, unit);
+                }
+                _mm512_storeu_ps(rows[j].add(16 * b), v);
+            }
+        }
+    }
+    blocks
+}
