@@ -117,6 +117,9 @@ struct Consts {
     scale: [__m512; 4],
     bias: [__m512; 4],
     gray: [__m512; 3],
+    /// Per channel, with the normalization folded into `m` and `k`: the range the colour clamp
+    /// and the type's range leave.
+    range: [(__m512, __m512); 3],
     lo: __m512,
     hi: __m512,
     order: [usize; 4],
@@ -144,6 +147,7 @@ unsafe fn finish_rows<const K: u8, const C: usize, const OUT: u8>(
         scale: [zero; 4],
         bias: [zero; 4],
         gray: [zero; 3],
+        range: [(zero, zero); 3],
         lo: _mm512_set1_ps(if signed { -128.0 } else { 0.0 }),
         hi: _mm512_set1_ps(if signed { 127.0 } else { 255.0 }),
         order,
@@ -152,11 +156,24 @@ unsafe fn finish_rows<const K: u8, const C: usize, const OUT: u8>(
         chw: d.chw,
         plane_stride: d.plane_stride,
     };
+    // Normalization folded into the colour matrix (see `folded`): the value is scaled once.
+    let (tlo, thi) = match OUT {
+        FLOAT => (f32::MIN, f32::MAX),
+        _ if signed => (-128.0, 127.0),
+        _ => (0.0, 255.0),
+    };
     for i in 0..3 {
+        let (s, b) = if folded::<K, C, OUT>() { (c.scale[i], c.bias[i]) } else { (1.0, 0.0) };
         for j in 0..3 {
-            k.m[i][j] = _mm512_set1_ps(c.matrix[order[i]][j]);
+            k.m[i][j] = _mm512_set1_ps(s * c.matrix[order[i]][j]);
         }
-        k.k[i] = _mm512_set1_ps(c.yuv_bias[order[i]]);
+        k.k[i] = _mm512_set1_ps(s * c.yuv_bias[order[i]] + b);
+        // Clamping to 0..255 then to the type is clamping to where the two ranges meet (or to
+        // the type's nearest end where they do not).
+        let (a, z) = (b.min(255.0 * s + b), b.max(255.0 * s + b));
+        let lo = a.max(tlo).min(thi);
+        let hi = z.min(thi).max(tlo);
+        k.range[i] = (_mm512_set1_ps(lo), _mm512_set1_ps(hi));
         k.gray[i] = _mm512_set1_ps(GRAY_WEIGHTS[i]);
     }
     for i in 0..4 {
@@ -174,6 +191,13 @@ unsafe fn finish_rows<const K: u8, const C: usize, const OUT: u8>(
         unsafe { pixels::<K, C, OUT>(&k, comps, row, x, n - x) };
     }
     n
+}
+
+/// YUV to a normalized or quantized three- or four-channel output: the per-channel scale and
+/// bias multiply into the matrix, and one clamp does the colour's and the type's (three FMAs
+/// and, for 8-bit, six min/max fewer per sixteen pixels).
+const fn folded<const K: u8, const C: usize, const OUT: u8>() -> bool {
+    K == YUV && OUT != RAW8 && C != 1
 }
 
 /// Pixels `x..x + left` (`left` ≤ 16; loads and stores masked below 16).
@@ -210,8 +234,13 @@ unsafe fn pixels<const K: u8, const C: usize, const OUT: u8>(
                         yv,
                         _mm512_fmadd_ps(k.m[i][1], uv, _mm512_fmadd_ps(k.m[i][2], vv, k.k[i])),
                     );
-                    ch[i] =
-                        if OUT == RAW8 && C != 1 { v } else { _mm512_min_ps(_mm512_max_ps(v, zero), full) };
+                    ch[i] = if folded::<K, C, OUT>() {
+                        _mm512_min_ps(_mm512_max_ps(v, k.range[i].0), k.range[i].1)
+                    } else if OUT == RAW8 && C != 1 {
+                        v
+                    } else {
+                        _mm512_min_ps(_mm512_max_ps(v, zero), full)
+                    };
                 }
             }
             RGB => {
@@ -236,7 +265,8 @@ unsafe fn pixels<const K: u8, const C: usize, const OUT: u8>(
             ch[3] = ld(3);
         }
         if OUT != RAW8 {
-            for i in 0..C {
+            let from = if folded::<K, C, OUT>() { 3 } else { 0 };
+            for i in from..C {
                 ch[i] = _mm512_fmadd_ps(ch[i], k.scale[i], k.bias[i]);
             }
         }
@@ -281,7 +311,7 @@ unsafe fn pixels<const K: u8, const C: usize, const OUT: u8>(
         } else {
             let mut q = [_mm512_setzero_si512(); 4];
             for i in 0..C {
-                q[i] = _mm512_cvtps_epi32(if OUT == RAW8 {
+                q[i] = _mm512_cvtps_epi32(if OUT == RAW8 || (folded::<K, C, OUT>() && i < 3) {
                     ch[i]
                 } else {
                     _mm512_min_ps(_mm512_max_ps(ch[i], k.lo), k.hi)
