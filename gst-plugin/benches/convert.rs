@@ -148,7 +148,26 @@ fn main() {
         let (vcs, vs) = (best[f][0], best[f][1]);
         let names = chains.iter().map(|(n, _)| *n).chain(std::iter::once("memcpy of input + output"));
         for (name, ms) in names.zip(&best[f]).filter(|(_, ms)| **ms < f64::MAX) {
-            println!("| {format} | {name} | {ms:.3} | {:.2}x | {:.2}x |", vcs / ms, vs / ms);
+            println!("| {format} | {name} | {ms:.3} | {} | {} |", ratio(vcs, *ms), ratio(vs, *ms));
         }
+    }
+    // The other two targets, per input: float32 over uint8, uint8 over the memcpy row.
+    let row = |f: usize, part: &str| chains.iter().position(|(n, _)| n.contains(part)).map(|c| best[f][c]);
+    println!();
+    println!("| input | float32 / uint8 | uint8 / memcpy |");
+    println!("|---|---:|---:|");
+    for (f, format) in formats.iter().enumerate() {
+        let (u8_ms, f32_ms) =
+            (row(f, "edgefirsttensor uint8").unwrap_or(f64::MAX), row(f, "float32").unwrap_or(f64::MAX));
+        println!("| {format} | {} | {} |", ratio(f32_ms, u8_ms), ratio(u8_ms, best[f][chains.len()]));
+    }
+}
+
+/// `a / b` as a table cell, or a dash where either row was not run.
+fn ratio(a: f64, b: f64) -> String {
+    if a < f64::MAX && b < f64::MAX {
+        format!("{:.2}x", a / b)
+    } else {
+        "–".into()
     }
 }
