@@ -712,6 +712,119 @@ unsafe fn shuffle_avx2(
     group_tail(r0, r1, wy, g, wx, 8 * blocks..n, out);
 }
 
+/// Source kinds and output forms of the fused finish loops (AVX2 here, AVX-512 in `avx512`).
+#[cfg(target_arch = "x86_64")]
+pub(super) const YUV: u8 = 0;
+#[cfg(target_arch = "x86_64")]
+pub(super) const RGB: u8 = 1;
+#[cfg(target_arch = "x86_64")]
+pub(super) const GRAY: u8 = 2;
+/// uint8 as it is or int8 as value - 128, no normalization (the saturating packs clamp); 8-bit
+/// normalized or quantized; float32.
+#[cfg(target_arch = "x86_64")]
+pub(super) const RAW8: u8 = 0;
+#[cfg(target_arch = "x86_64")]
+pub(super) const BYTE: u8 = 1;
+#[cfg(target_arch = "x86_64")]
+pub(super) const FLOAT: u8 = 2;
+
+/// YUV to a normalized or quantized three- or four-channel output: the per-channel scale and
+/// bias multiply into the matrix, and one clamp does the colour's and the type's ranges (three
+/// FMAs and, for 8-bit, six min/max fewer per pixel).
+#[cfg(target_arch = "x86_64")]
+pub(super) const fn folded<const K: u8, const C: usize, const OUT: u8>() -> bool {
+    K == YUV && OUT != RAW8 && C != 1
+}
+
+/// One fused finish loop per source kind, channel count and output form:
+/// `$f::<KIND, CHANNELS, OUT>($c, args...)`, `$c` the converter. A colourspace match left inside
+/// the loop was a fifth of its samples.
+#[cfg(target_arch = "x86_64")]
+macro_rules! finish_dispatch {
+    ($f:ident, $c:expr, $($arg:expr),*) => {{
+        let c: &Converter = $c;
+        let out = match (c.dst.dtype, c.raw8) {
+            (DType::U8 | DType::I8, true) => RAW8,
+            (DType::U8 | DType::I8, false) => BYTE,
+            _ => FLOAT,
+        };
+        macro_rules! by_out {
+            ($k:expr, $ch:literal) => {
+                match out {
+                    RAW8 => unsafe { $f::<{ $k }, $ch, RAW8>(c, $($arg),*) },
+                    BYTE => unsafe { $f::<{ $k }, $ch, BYTE>(c, $($arg),*) },
+                    _ => unsafe { $f::<{ $k }, $ch, FLOAT>(c, $($arg),*) },
+                }
+            };
+        }
+        macro_rules! by_channels {
+            ($k:expr) => {
+                match c.dst.colorspace.channels() {
+                    1 => by_out!($k, 1),
+                    3 => by_out!($k, 3),
+                    _ => by_out!($k, 4),
+                }
+            };
+        }
+        match c.kind {
+            SrcKind::Yuv => by_channels!(YUV),
+            SrcKind::Rgb { .. } => by_channels!(RGB),
+            SrcKind::Gray => by_channels!(GRAY),
+        }
+    }};
+}
+#[cfg(target_arch = "x86_64")]
+pub(super) use finish_dispatch;
+
+/// The fused finish's per-row values before they are broadcast. Output channel `i` is source
+/// channel `order[i]` (BGR is RGB's matrix rows, or components, in the other order). With
+/// `folded`, `m` and `k` carry the scale and bias of their channel and `range` is where the
+/// colour clamp and the type's range meet; else `range` is the colour clamp, 0..255.
+#[cfg(target_arch = "x86_64")]
+pub(super) struct FinishValues {
+    pub m: [[f32; 3]; 3],
+    pub k: [f32; 3],
+    pub range: [(f32, f32); 3],
+    pub order: [usize; 4],
+    /// The type's range (8-bit outputs).
+    pub lo: f32,
+    pub hi: f32,
+    pub signed: bool,
+    pub alpha: bool,
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(super) fn finish_values(c: &Converter, folded: bool, out: u8) -> FinishValues {
+    let signed = c.dst.dtype == DType::I8;
+    let order = if c.dst.colorspace == Colorspace::Bgr { [2, 1, 0, 3] } else { [0, 1, 2, 3] };
+    let (lo, hi) = if signed { (-128.0, 127.0) } else { (0.0, 255.0) };
+    let (tlo, thi) = if out == FLOAT { (f32::MIN, f32::MAX) } else { (lo, hi) };
+    let mut v = FinishValues {
+        m: [[0.0; 3]; 3],
+        k: [0.0; 3],
+        range: [(0.0, 255.0); 3],
+        order,
+        lo,
+        hi,
+        signed,
+        alpha: matches!(c.kind, SrcKind::Rgb { alpha: true }),
+    };
+    for i in 0..3 {
+        let (s, b) = if folded { (c.scale[i], c.bias[i]) } else { (1.0, 0.0) };
+        for j in 0..3 {
+            v.m[i][j] = s * c.matrix[order[i]][j];
+        }
+        v.k[i] = s * c.yuv_bias[order[i]] + b;
+        if folded {
+            // Clamping to 0..255 then to the type is clamping to where the two ranges meet (or
+            // to the type's nearer end where they do not).
+            let (a, z) = (b.min(255.0 * s + b), b.max(255.0 * s + b));
+            v.range[i] = (a.max(tlo).min(thi), z.min(thi).max(tlo));
+        }
+    }
+    v
+}
+
 /// Colour, normalization and store of content columns `0..n` (`n` the largest multiple of 8) of
 /// row `y` in one pass, eight pixels per iteration: uint8, int8 and float32 outputs, hwc or chw.
 /// Going through channel rows and a separate interleaving pass cost about as much as sampling
@@ -719,25 +832,13 @@ unsafe fn shuffle_avx2(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn finish_avx2(c: &Converter, comps: &[Vec<f32>; 4], dst: SendPtr, y: usize) -> usize {
-    match (c.dst.dtype, c.raw8, c.dst.colorspace.channels()) {
-        (DType::U8 | DType::I8, true, 1) => unsafe { finish_rows::<1, false, true>(c, comps, dst, y) },
-        (DType::U8 | DType::I8, true, 3) => unsafe { finish_rows::<3, false, true>(c, comps, dst, y) },
-        (DType::U8 | DType::I8, true, _) => unsafe { finish_rows::<4, false, true>(c, comps, dst, y) },
-        (DType::U8 | DType::I8, false, 1) => unsafe { finish_rows::<1, false, false>(c, comps, dst, y) },
-        (DType::U8 | DType::I8, false, 3) => unsafe { finish_rows::<3, false, false>(c, comps, dst, y) },
-        (DType::U8 | DType::I8, false, _) => unsafe { finish_rows::<4, false, false>(c, comps, dst, y) },
-        (_, _, 1) => unsafe { finish_rows::<1, true, false>(c, comps, dst, y) },
-        (_, _, 3) => unsafe { finish_rows::<3, true, false>(c, comps, dst, y) },
-        _ => unsafe { finish_rows::<4, true, false>(c, comps, dst, y) },
-    }
+    finish_dispatch!(finish_rows, c, comps, dst, y)
 }
 
-/// `C` output channels stored as f32 (`FLOAT`) or as bytes (uint8, or int8 when the plan's range
-/// is signed). `RAW`: 8-bit values as they are (uint8, or int8 as value - 128): no normalization,
-/// and the saturating packs do the clamping (a third of the instructions of the general case).
+/// `C` output channels from source kind `K`, stored as `OUT`.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn finish_rows<const C: usize, const FLOAT: bool, const RAW: bool>(
+unsafe fn finish_rows<const K: u8, const C: usize, const OUT: u8>(
     c: &Converter,
     comps: &[Vec<f32>; 4],
     dst: SendPtr,
@@ -747,65 +848,79 @@ unsafe fn finish_rows<const C: usize, const FLOAT: bool, const RAW: bool>(
     let d = &c.dst;
     let n = c.content.rect.width.min(comps[0].len()) / 8 * 8;
     let x0 = c.content.rect.x;
-    let esz = if FLOAT { 4 } else { 1 };
-    let signed = d.dtype == DType::I8;
-    let (lo, hi) = if signed { (-128.0, 127.0) } else { (0.0, 255.0) };
-    let (lov, hiv) = (_mm256_set1_ps(lo), _mm256_set1_ps(hi));
+    let esz = if OUT == FLOAT { 4 } else { 1 };
+    let f = finish_values(c, folded::<K, C, OUT>(), OUT);
     let zero = _mm256_setzero_ps();
     let full = _mm256_set1_ps(255.0);
-    let m = c.matrix.map(|r| r.map(|v| _mm256_set1_ps(v)));
-    let k = c.yuv_bias.map(|v| _mm256_set1_ps(v));
-    let scale = c.scale.map(|v| _mm256_set1_ps(v));
-    let bias = c.bias.map(|v| _mm256_set1_ps(v));
-    let gray_w = GRAY_WEIGHTS.map(|v| _mm256_set1_ps(v));
-    let alpha = matches!(c.kind, SrcKind::Rgb { alpha: true });
+    let (lov, hiv) = (_mm256_set1_ps(f.lo), _mm256_set1_ps(f.hi));
+    // (Plain loops: array `map` closures are compiled without AVX2 and not inlined.)
+    let mut m = [[zero; 3]; 3];
+    let (mut k, mut gray_w, mut range) = ([zero; 3], [zero; 3], [(zero, zero); 3]);
+    let (mut scale, mut bias) = ([zero; 4], [zero; 4]);
+    for i in 0..3 {
+        for j in 0..3 {
+            m[i][j] = _mm256_set1_ps(f.m[i][j]);
+        }
+        k[i] = _mm256_set1_ps(f.k[i]);
+        gray_w[i] = _mm256_set1_ps(GRAY_WEIGHTS[i]);
+        range[i] = (_mm256_set1_ps(f.range[i].0), _mm256_set1_ps(f.range[i].1));
+    }
+    for i in 0..4 {
+        scale[i] = _mm256_set1_ps(c.scale[i]);
+        bias[i] = _mm256_set1_ps(c.bias[i]);
+    }
+    let signed = f.signed;
     let row = unsafe { dst.0.add(y * d.row_stride + x0 * if d.chw { esz } else { C * esz }) };
     let mut x = 0;
     while x < n {
         unsafe {
             let ld = |k: usize| _mm256_loadu_ps(comps[k].as_ptr().add(x));
-            let (r, g, b) = match c.kind {
-                SrcKind::Yuv => {
+            // Output channels 0..3 in order (colour, or gray's source RGB).
+            let mut ch = [zero, zero, zero, full];
+            match K {
+                YUV => {
                     let (yv, uv, vv) = (ld(0), ld(1), ld(2));
-                    let row = |i: usize| {
+                    for i in 0..3 {
                         let v = _mm256_fmadd_ps(
                             m[i][0],
                             yv,
                             _mm256_fmadd_ps(m[i][1], uv, _mm256_fmadd_ps(m[i][2], vv, k[i])),
                         );
-                        if RAW && d.colorspace != Colorspace::Gray {
+                        ch[i] = if OUT == RAW8 && C != 1 {
                             v
                         } else {
-                            _mm256_min_ps(_mm256_max_ps(v, zero), full)
-                        }
-                    };
-                    (row(0), row(1), row(2))
+                            _mm256_min_ps(_mm256_max_ps(v, range[i].0), range[i].1)
+                        };
+                    }
                 }
-                SrcKind::Rgb { .. } => (ld(0), ld(1), ld(2)),
-                SrcKind::Gray => {
+                RGB => {
+                    for i in 0..3 {
+                        ch[i] = ld(f.order[i]);
+                    }
+                }
+                _ => {
                     let v = ld(0);
-                    (v, v, v)
+                    ch = [v, v, v, full];
                 }
-            };
-            let mut ch = [r, g, b, full];
-            match d.colorspace {
-                Colorspace::Gray => {
-                    ch[0] = _mm256_fmadd_ps(
-                        gray_w[0],
-                        r,
-                        _mm256_fmadd_ps(gray_w[1], g, _mm256_mul_ps(gray_w[2], b)),
-                    )
-                }
-                Colorspace::Bgr => ch.swap(0, 2),
-                Colorspace::Rgba if alpha => ch[3] = ld(3),
-                _ => {}
             }
-            if !RAW {
-                for i in 0..C {
+            if C == 1 {
+                // Gray's weights are over R, G, B: the order is RGB's for a one-channel output.
+                ch[0] = _mm256_fmadd_ps(
+                    gray_w[0],
+                    ch[0],
+                    _mm256_fmadd_ps(gray_w[1], ch[1], _mm256_mul_ps(gray_w[2], ch[2])),
+                );
+            }
+            if C == 4 && f.alpha {
+                ch[3] = ld(3);
+            }
+            if OUT != RAW8 {
+                let from = if folded::<K, C, OUT>() { 3 } else { 0 };
+                for i in from..C {
                     ch[i] = _mm256_fmadd_ps(ch[i], scale[i], bias[i]);
                 }
             }
-            if FLOAT {
+            if OUT == FLOAT {
                 if d.chw || C == 1 {
                     for i in 0..C {
                         _mm256_storeu_ps(row.add(i * d.plane_stride + 4 * x) as *mut f32, ch[i]);
@@ -844,14 +959,14 @@ unsafe fn finish_rows<const C: usize, const FLOAT: bool, const RAW: bool>(
                 // (Loops, not array `map`: its closure is compiled without AVX2 and not inlined.)
                 let mut q = [_mm256_setzero_si256(); 4];
                 for i in 0..C {
-                    q[i] = _mm256_cvtps_epi32(if RAW {
+                    q[i] = _mm256_cvtps_epi32(if OUT == RAW8 || (folded::<K, C, OUT>() && i < 3) {
                         ch[i]
                     } else {
                         _mm256_min_ps(_mm256_max_ps(ch[i], lov), hiv)
                     });
                 }
                 let flip = _mm256_set1_epi8(-128);
-                let pack8 = |a: __m256i, b: __m256i| match (RAW, signed) {
+                let pack8 = |a: __m256i, b: __m256i| match (OUT == RAW8, signed) {
                     (true, true) => _mm256_xor_si256(_mm256_packus_epi16(a, b), flip),
                     (false, true) => _mm256_packs_epi16(a, b),
                     _ => _mm256_packus_epi16(a, b),

@@ -240,7 +240,7 @@ fn shuffle_windows(i0: &[u32], i1: &[u32], members: &[(usize, usize)], quarters:
 /// every member) lie in one 128-byte window, read as two 64-byte loads per source row; one
 /// `vpermt2b` per member then puts each output's byte (or its two taps' bytes, as the words for
 /// `pmaddwd`) in a dword, bytes the mask leaves out zeroed. Sixteen outputs per instruction where
-/// the AVX2 shuffles do eight (measured: NV12 → uint8 0.207 → … ms).
+/// the AVX2 shuffles do eight (measured: NV12 → uint8 0.207 → 0.193 ms, YUY2 0.201 → 0.160).
 #[derive(Debug, Clone)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 struct Permute {
