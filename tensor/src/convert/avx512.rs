@@ -315,20 +315,30 @@ pub(super) unsafe fn sample(
 ) {
     assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
     macro_rules! rows {
-        ($m:literal) => {
+        ($n:literal, $m:literal) => {
             match (single, wy != 0.0) {
-                (true, false) => unsafe { sample_blocks::<$m, true, false>(r0, r1, wy, g, plan, wq, out) },
-                (true, true) => unsafe { sample_blocks::<$m, true, true>(r0, r1, wy, g, plan, wq, out) },
-                (false, false) => unsafe { sample_blocks::<$m, false, false>(r0, r1, wy, g, plan, wq, out) },
-                (false, true) => unsafe { sample_blocks::<$m, false, true>(r0, r1, wy, g, plan, wq, out) },
+                (true, false) => unsafe {
+                    sample_blocks::<$n, $m, true, false>(r0, r1, wy, g, plan, wq, out)
+                },
+                (true, true) => unsafe { sample_blocks::<$n, $m, true, true>(r0, r1, wy, g, plan, wq, out) },
+                (false, false) => unsafe {
+                    sample_blocks::<$n, $m, false, false>(r0, r1, wy, g, plan, wq, out)
+                },
+                (false, true) => unsafe {
+                    sample_blocks::<$n, $m, false, true>(r0, r1, wy, g, plan, wq, out)
+                },
             }
         };
     }
-    let blocks = match g.members.len() {
-        1 => rows!(1),
-        2 => rows!(2),
-        3 => rows!(3),
-        _ => rows!(4),
+    let blocks = match (plan.narrow, g.members.len()) {
+        (true, 1) => rows!(true, 1),
+        (true, 2) => rows!(true, 2),
+        (true, 3) => rows!(true, 3),
+        (true, _) => rows!(true, 4),
+        (false, 1) => rows!(false, 1),
+        (false, 2) => rows!(false, 2),
+        (false, 3) => rows!(false, 3),
+        (false, _) => rows!(false, 4),
     };
     let n = g.i0.len().min(g.i1.len()).min(wx.len());
     let blocks = blocks.min(n / 16);
@@ -336,7 +346,7 @@ pub(super) unsafe fn sample(
 }
 
 #[inline(always)]
-unsafe fn sample_blocks<const M: usize, const SINGLE: bool, const TWO: bool>(
+unsafe fn sample_blocks<const NARROW: bool, const M: usize, const SINGLE: bool, const TWO: bool>(
     r0: &[u8],
     r1: &[u8],
     wy: f32,
@@ -361,8 +371,13 @@ unsafe fn sample_blocks<const M: usize, const SINGLE: bool, const TWO: bool>(
         unsafe {
             let base = *plan.bases.get_unchecked(b) as usize;
             let load = |r: &[u8], at: usize| _mm512_loadu_si512(r.as_ptr().add(base + at) as *const _);
-            let (a0, b0) = (load(r0, 0), load(r0, 64));
-            let (a1, b1) = if TWO { (load(r1, 0), load(r1, 64)) } else { (a0, b0) };
+            let zero = _mm512_setzero_si512();
+            let (a0, b0) = (load(r0, 0), if NARROW { zero } else { load(r0, 64) });
+            let (a1, b1) = match (TWO, NARROW) {
+                (false, _) => (a0, b0),
+                (true, true) => (load(r1, 0), zero),
+                (true, false) => (load(r1, 0), load(r1, 64)),
+            };
             let wqv = if SINGLE {
                 _mm512_setzero_si512()
             } else {
@@ -371,7 +386,11 @@ unsafe fn sample_blocks<const M: usize, const SINGLE: bool, const TWO: bool>(
             for j in 0..M {
                 let ctl = _mm512_loadu_si512(plan.controls.as_ptr().add((b * M + j) * 2 + form) as *const _);
                 let pick = |lo: __m512i, hi: __m512i| {
-                    let t = _mm512_maskz_permutex2var_epi8(keep, lo, ctl, hi);
+                    let t = if NARROW {
+                        _mm512_permutex2var_epi8(lo, ctl, hi)
+                    } else {
+                        _mm512_maskz_permutex2var_epi8(keep, lo, ctl, hi)
+                    };
                     _mm512_cvtepi32_ps(if SINGLE { t } else { _mm512_madd_epi16(t, wqv) })
                 };
                 let top = pick(a0, b0);
