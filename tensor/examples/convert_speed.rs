@@ -13,7 +13,9 @@ fn main() {
         (PixelFormat::Nv12, DType::U8),
         (PixelFormat::Nv12, DType::F32),
         (PixelFormat::Yuy2, DType::U8),
+        (PixelFormat::Yuy2, DType::F32),
         (PixelFormat::Rgba, DType::U8),
+        (PixelFormat::Rgba, DType::F32),
     ] {
         if let Some(only) = std::env::args().nth(1) {
             if format!("{f:?}{dt:?}") != only {

@@ -5,10 +5,10 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::kernels::{
-    finish_dispatch, finish_values, folded, group_tail, SendPtr, BYTE, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB,
-    YUV,
+    channels, finish_dispatch, finish_values, folded, group_tail, order, yuv_rows, SendPtr, BYTE, CS_BGR,
+    CS_GRAY, CS_RGB, CS_RGBA, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
-use super::{Converter, Group, Permute, SrcKind};
+use super::{Colorspace, Converter, Group, Permute, SrcKind};
 use crate::dtype::DType;
 use std::arch::x86_64::*;
 
@@ -75,8 +75,7 @@ pub(super) unsafe fn finish(c: &Converter, comps: &[Vec<f32>; 4], dst: SendPtr, 
     finish_dispatch!(finish_rows, c, comps, dst, y)
 }
 
-/// The per-row constants of `finish_rows`, broadcast; channel `i` of the output is source
-/// channel `order[i]` (BGR is RGB's matrix rows or components in the other order).
+/// The per-row constants of `finish_rows`: `FinishValues` broadcast.
 struct Consts {
     m: [[__m512; 3]; 3],
     k: [__m512; 3],
@@ -86,9 +85,9 @@ struct Consts {
     /// Per channel, with the normalization folded into `m` and `k`: the range the colour clamp
     /// and the type's range leave.
     range: [(__m512, __m512); 3],
+    luma: __m512,
     lo: __m512,
     hi: __m512,
-    order: [usize; 4],
     alpha: bool,
     signed: bool,
     chw: bool,
@@ -96,7 +95,7 @@ struct Consts {
 }
 
 #[inline(always)]
-unsafe fn finish_rows<const K: u8, const C: usize, const OUT: u8>(
+unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
     c: &Converter,
     comps: &[Vec<f32>; 4],
     dst: SendPtr,
@@ -104,7 +103,7 @@ unsafe fn finish_rows<const K: u8, const C: usize, const OUT: u8>(
 ) -> usize {
     let d = &c.dst;
     let n = c.content.rect.width.min(comps[0].len());
-    let f = finish_values(c, folded::<K, C, OUT>(), OUT);
+    let f = finish_values(c, folded::<K, CS, OUT>(), OUT, order(CS));
     let zero = _mm512_setzero_ps();
     let mut k = Consts {
         m: [[zero; 3]; 3],
@@ -113,9 +112,9 @@ unsafe fn finish_rows<const K: u8, const C: usize, const OUT: u8>(
         bias: [zero; 4],
         gray: [zero; 3],
         range: [(zero, zero); 3],
+        luma: _mm512_set1_ps(f.luma),
         lo: _mm512_set1_ps(f.lo),
         hi: _mm512_set1_ps(f.hi),
-        order: f.order,
         alpha: f.alpha,
         signed: f.signed,
         chw: d.chw,
@@ -134,31 +133,34 @@ unsafe fn finish_rows<const K: u8, const C: usize, const OUT: u8>(
         k.bias[i] = _mm512_set1_ps(c.bias[i]);
     }
     let esz = if OUT == FLOAT { 4 } else { 1 };
-    let row = unsafe { dst.0.add(y * d.row_stride + c.content.rect.x * if d.chw { esz } else { C * esz }) };
+    let row = unsafe {
+        dst.0.add(y * d.row_stride + c.content.rect.x * if d.chw { esz } else { channels(CS) * esz })
+    };
     let mut x = 0;
     while x + 16 <= n {
-        unsafe { pixels::<K, C, OUT>(&k, comps, row, x, 16) };
+        unsafe { pixels::<K, CS, OUT>(&k, comps, row, x, 16) };
         x += 16;
     }
     if x < n {
-        unsafe { pixels::<K, C, OUT>(&k, comps, row, x, n - x) };
+        unsafe { pixels::<K, CS, OUT>(&k, comps, row, x, n - x) };
     }
     n
 }
 
 /// Pixels `x..x + left` (`left` ≤ 16; loads and stores masked below 16).
 #[inline(always)]
-unsafe fn pixels<const K: u8, const C: usize, const OUT: u8>(
+unsafe fn pixels<const K: u8, const CS: u8, const OUT: u8>(
     k: &Consts,
     comps: &[Vec<f32>; 4],
     row: *mut u8,
     x: usize,
     left: usize,
 ) {
+    let (nc, order, fold) = (channels(CS), order(CS), folded::<K, CS, OUT>());
     let px: u16 = if left >= 16 { !0 } else { (1u16 << left) - 1 };
-    // Lanes `from..` of a store of the pixels' `C * left` values.
+    // Lanes `from..` of a store of the pixels' `nc * left` values.
     let lanes = |from: usize, width: usize| -> u64 {
-        let bits = (C * left).saturating_sub(from).min(width);
+        let bits = (nc * left).saturating_sub(from).min(width);
         if bits >= 64 {
             !0
         } else {
@@ -173,23 +175,30 @@ unsafe fn pixels<const K: u8, const C: usize, const OUT: u8>(
         let mut ch = [zero, zero, zero, full];
         match K {
             YUV => {
-                let (yv, uv, vv) = (ld(0), ld(1), ld(2));
+                let rgb = yuv_rows!(
+                    fold,
+                    _mm512_fmadd_ps,
+                    _mm512_mul_ps,
+                    _mm512_add_ps,
+                    k.m,
+                    k.k,
+                    k.luma,
+                    ld(0),
+                    ld(1),
+                    ld(2)
+                );
                 for i in 0..3 {
-                    let v = _mm512_fmadd_ps(
-                        k.m[i][0],
-                        yv,
-                        _mm512_fmadd_ps(k.m[i][1], uv, _mm512_fmadd_ps(k.m[i][2], vv, k.k[i])),
-                    );
-                    ch[i] = if OUT == RAW8 && C != 1 {
-                        v
+                    let r = order[i];
+                    ch[i] = if OUT == RAW8 && nc != 1 {
+                        rgb[r]
                     } else {
-                        _mm512_min_ps(_mm512_max_ps(v, k.range[i].0), k.range[i].1)
+                        _mm512_min_ps(_mm512_max_ps(rgb[r], k.range[r].0), k.range[r].1)
                     };
                 }
             }
             RGB => {
                 for i in 0..3 {
-                    ch[i] = ld(k.order[i]);
+                    ch[i] = ld(order[i]);
                 }
             }
             _ => {
@@ -197,7 +206,7 @@ unsafe fn pixels<const K: u8, const C: usize, const OUT: u8>(
                 ch = [v, v, v, full];
             }
         }
-        if C == 1 {
+        if nc == 1 {
             // Gray's weights are over R, G, B: the order is RGB's for a one-channel output.
             ch[0] = _mm512_fmadd_ps(
                 k.gray[0],
@@ -205,21 +214,21 @@ unsafe fn pixels<const K: u8, const C: usize, const OUT: u8>(
                 _mm512_fmadd_ps(k.gray[1], ch[1], _mm512_mul_ps(k.gray[2], ch[2])),
             );
         }
-        if C == 4 && k.alpha {
+        if nc == 4 && k.alpha {
             ch[3] = ld(3);
         }
         if OUT != RAW8 {
-            let from = if folded::<K, C, OUT>() { 3 } else { 0 };
-            for i in from..C {
+            let from = if fold { 3 } else { 0 };
+            for i in from..nc {
                 ch[i] = _mm512_fmadd_ps(ch[i], k.scale[i], k.bias[i]);
             }
         }
         if OUT == FLOAT {
-            if k.chw || C == 1 {
-                for i in 0..C {
+            if k.chw || nc == 1 {
+                for i in 0..nc {
                     _mm512_mask_storeu_ps(row.add(i * k.plane_stride + 4 * x) as *mut f32, px, ch[i]);
                 }
-            } else if C == 3 {
+            } else if nc == 3 {
                 let at = row.add(12 * x) as *mut f32;
                 for v in 0..3 {
                     let a = _mm512_loadu_si512(RGB32[v][0].as_ptr() as *const _);
@@ -254,8 +263,8 @@ unsafe fn pixels<const K: u8, const C: usize, const OUT: u8>(
             }
         } else {
             let mut q = [_mm512_setzero_si512(); 4];
-            for i in 0..C {
-                q[i] = _mm512_cvtps_epi32(if OUT == RAW8 || (folded::<K, C, OUT>() && i < 3) {
+            for i in 0..nc {
+                q[i] = _mm512_cvtps_epi32(if OUT == RAW8 || (fold && i < 3) {
                     ch[i]
                 } else {
                     _mm512_min_ps(_mm512_max_ps(ch[i], k.lo), k.hi)
@@ -267,8 +276,8 @@ unsafe fn pixels<const K: u8, const C: usize, const OUT: u8>(
                 (false, true) => _mm512_packs_epi16(a, b),
                 _ => _mm512_packus_epi16(a, b),
             };
-            if k.chw || C == 1 {
-                for i in 0..C {
+            if k.chw || nc == 1 {
+                for i in 0..nc {
                     let v = if k.signed && OUT != RAW8 {
                         _mm512_cvtsepi32_epi8(q[i])
                     } else {
@@ -282,13 +291,13 @@ unsafe fn pixels<const K: u8, const C: usize, const OUT: u8>(
                     _mm_mask_storeu_epi8(row.add(i * k.plane_stride + x) as *mut i8, px, v);
                 }
             } else {
-                let (b, table) = if C == 3 {
+                let (b, table) = if nc == 3 {
                     (pack8(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[2])), RGB8.as_ptr())
                 } else {
                     (pack8(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[3])), RGBA8.as_ptr())
                 };
                 let v = _mm512_permutexvar_epi8(_mm512_loadu_si512(table as *const _), b);
-                _mm512_mask_storeu_epi8(row.add(C * x) as *mut i8, lanes(0, 64), v);
+                _mm512_mask_storeu_epi8(row.add(nc * x) as *mut i8, lanes(0, 64), v);
             }
         }
     }

@@ -684,7 +684,9 @@ impl Converter {
             matrix,
             offsets,
             yuv_bias: std::array::from_fn(|i| -(0..3).map(|j| matrix[i][j] * offsets[j]).sum::<f32>()),
-            fused_finish: matches!(dst.dtype, DType::U8 | DType::I8 | DType::F32),
+            // The fused loops rely on the matrix's shape (see `kernels::yuv_rows`).
+            fused_finish: matches!(dst.dtype, DType::U8 | DType::I8 | DType::F32)
+                && (kind != SrcKind::Yuv || kernels::yuv_shaped(&matrix)),
             raw8: match dst.dtype {
                 DType::U8 => scale == [1.0; 4] && bias == [0.0; 4],
                 DType::I8 => scale == [1.0; 4] && bias[..channels] == [-128.0; 4][..channels],
@@ -933,6 +935,24 @@ mod tests {
                 assert_eq!(one[m][x], [a, 0, 0, 0], "member {m} output {x}: tap 0 alone");
                 assert_eq!(two[m][x], [a, 0, b, 0], "member {m} output {x}: both taps as words");
             }
+        }
+    }
+
+    #[test]
+    fn every_yuv_matrix_takes_the_fused_finish() {
+        use crate::preprocess::Colorimetry as C;
+        for colorimetry in [
+            C::BT601_LIMITED,
+            C::BT601_FULL,
+            C::BT709_LIMITED,
+            C::BT709_FULL,
+            C::BT2020_LIMITED,
+            C::BT2020_FULL,
+        ] {
+            let spec = ConvertSpec { colorimetry, ..Default::default() };
+            let dst = DstLayout::dense(32, 32, Colorspace::Rgb, false, DType::U8);
+            let c = Converter::new(PixelFormat::Nv12, 64, 48, dst, &spec, 1).unwrap();
+            assert!(kernels::yuv_shaped(&c.matrix) && c.fused_finish, "{colorimetry:?}");
         }
     }
 
