@@ -1,5 +1,6 @@
-//! AVX-512 (F, BW, VBMI) forms of the fused finish: sixteen pixels per iteration, the 8-bit
-//! interleave as one `vpermb` over the packed channels and the float32 one as two-source
+//! The AVX-512 (F, BW, VL, VBMI) kernels, sixteen outputs per iteration: sampling through a
+//! group's `Permute` plan (one `vpermt2b` per component and block), and the fused finish with the
+//! 8-bit interleave as one `vpermb` over the packed channels, the float32 one as two-source
 //! permutes, and the row's last columns under masks instead of a scalar tail.
 
 #![allow(clippy::needless_range_loop)]
@@ -62,10 +63,10 @@ const RGBA8: [u8; 64] = interleave8::<4>();
 const RGB32: [[[u32; 16]; 2]; 3] = interleave_f32_rgb();
 
 /// Colour, normalization and store of every content column of row `y` (the arithmetic of
-/// `kernels::finish_avx2`, lane for lane). One loop per source kind, channel count and output
-/// form, the blocks of sixteen unmasked and the row's last columns under masks: a colourspace
-/// match and mask arithmetic left in the loop were a fifth of its samples (measured: NV12 →
-/// float32 0.255 → 0.240 ms).
+/// `kernels::finish_avx2`, lane for lane). One loop per source kind, output colourspace and
+/// output form, the blocks of sixteen unmasked and the row's last columns under masks: a
+/// colourspace match and mask arithmetic left in the loop were a fifth of its samples
+/// (measured: NV12 → float32 0.255 → 0.240 ms).
 ///
 /// # Safety
 /// The CPU has AVX-512 F/BW/VL/VBMI; `dst` holds the converter's layout; `comps` rows hold the
