@@ -870,7 +870,10 @@ pub(super) fn finish_values(c: &Converter, folded: bool, out: u8, order: [usize;
 /// coefficient and only the zero terms go: 7 FMAs (float32 0.222 → 0.216, AVX2 0.286 → 0.267).
 #[cfg(target_arch = "x86_64")]
 macro_rules! yuv_rows {
-    ($folded:expr, $fma:ident, $mul:ident, $add:ident, $m:expr, $k:expr, $luma:expr, $y:expr, $u:expr, $v:expr) => {{
+    (
+        $folded:expr, $fma:ident, $mul:ident, $add:ident,
+        $m:expr, $k:expr, $luma:expr, $y:expr, $u:expr, $v:expr
+    ) => {{
         let (m, k, y, u, v) = (&$m, &$k, $y, $u, $v);
         if $folded {
             [
