@@ -273,7 +273,7 @@ pub(super) unsafe fn rows(
     s: &mut Scratch,
 ) {
     #[cfg(target_arch = "x86_64")]
-    if c.avx2 {
+    if c.avx2() {
         // Checked once per converter: the CPU has AVX2 and FMA.
         return unsafe { rows_avx2(c, src, dst, rows, s) };
     }
@@ -315,7 +315,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             let end = s0.max(s1) + lo;
             let shuffled = c.plane_shuffled[p].is_some_and(|reach| end + reach <= bytes.len());
             let room = end + (hi - lo) + 3 <= bytes.len();
-            if c.avx2 && (shuffled || (room && (w == 0.0 || c.plane_downscaled[p]))) {
+            if c.avx2() && (shuffled || (room && (w == 0.0 || c.plane_downscaled[p]))) {
                 direct[p] = Some((&bytes[s0 + lo..], &bytes[s1 + lo..], w, shuffled));
                 continue;
             }
@@ -342,7 +342,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 };
                 let wq = if g.chroma { &c.q14_chroma } else { &c.q14_luma };
                 match (&g.permute, &g.shuffle) {
-                    (Some(plan), _) if c.avx512 && plan.reach <= r0.len().min(r1.len()) => unsafe {
+                    (Some(plan), _) if c.avx512() && plan.reach <= r0.len().min(r1.len()) => unsafe {
                         super::avx512::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps)
                     },
                     (_, Some(plan)) if shuffled => {
@@ -363,7 +363,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         // pair, half the loads of gathering them apart.
         #[cfg(target_arch = "x86_64")]
         let paired = match c.chroma_pair {
-            Some((ku, kv)) if c.avx2 && direct[c.comps[ku].plane].is_none() => {
+            Some((ku, kv)) if c.avx2() && direct[c.comps[ku].plane].is_none() => {
                 let (i0, i1) = &c.taps[ku];
                 let [.., cu, cv] = pick2(&mut s.comps, ku, kv);
                 let row = &s.vrows[c.comps[ku].plane];
@@ -383,15 +383,15 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             let (i0, i1) = &c.taps[k];
             let w = if comp.chroma { &c.weights_chroma } else { &c.weights_luma };
             let single = if comp.chroma { c.chroma_on_samples } else { c.luma_on_samples };
-            horizontal(c.avx2, &s.vrows[comp.plane], i0, i1, w, single, &mut s.comps[k]);
+            horizontal(c.avx2(), &s.vrows[comp.plane], i0, i1, w, single, &mut s.comps[k]);
         }
         // Colour, normalization and the store in one pass where there is a fused kernel for the
         // output; the rest (and the last columns of a row) through the channel rows.
         #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
         let mut done = 0;
         #[cfg(target_arch = "x86_64")]
-        if c.avx2 && c.fused_finish {
-            done = if c.avx512 {
+        if c.avx2() && c.fused_finish {
+            done = if c.avx512() {
                 unsafe { super::avx512::finish(c, &s.comps, dst, y) }
             } else {
                 unsafe { finish_avx2(c, &s.comps, dst, y) }

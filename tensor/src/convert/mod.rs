@@ -494,10 +494,8 @@ pub struct Converter {
     fill: [f32; 4],
     /// One destination row of padding in the output type (see `kernels::fill_row`).
     fill_row: Vec<u8>,
-    /// Rows run through the AVX2 kernels, and (`avx512`) the sixteen-wide ones where there are
-    /// (see `Simd`).
-    avx2: bool,
-    avx512: bool,
+    /// The kernels rows run through.
+    simd: Simd,
     workers: workers::Workers,
     scratch: Vec<Mutex<Scratch>>,
 }
@@ -696,8 +694,7 @@ impl Converter {
             bias,
             fill,
             fill_row: Vec::new(),
-            avx2: Simd::detect() >= Simd::Avx2,
-            avx512: Simd::detect() >= Simd::Avx512,
+            simd: Simd::detect(),
             workers,
             scratch,
         };
@@ -789,17 +786,21 @@ impl Converter {
     /// Run the kernels of `level`, or of the widest level below it the CPU has (the default is
     /// `Simd::detect()`): every level must give the same tensor, which the tests check.
     pub fn set_simd(&mut self, level: Simd) {
-        let level = level.min(Simd::detect());
-        self.avx2 = level >= Simd::Avx2;
-        self.avx512 = level >= Simd::Avx512;
+        self.simd = level.min(Simd::detect());
     }
 
     pub fn simd(&self) -> Simd {
-        match (self.avx2, self.avx512) {
-            (true, true) => Simd::Avx512,
-            (true, false) => Simd::Avx2,
-            _ => Simd::Baseline,
-        }
+        self.simd
+    }
+
+    /// Rows run through the AVX2 kernels (and `avx512`: the sixteen-wide ones where there are).
+    fn avx2(&self) -> bool {
+        self.simd >= Simd::Avx2
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn avx512(&self) -> bool {
+        self.simd >= Simd::Avx512
     }
 
     pub fn threads(&self) -> usize {
