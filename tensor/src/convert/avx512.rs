@@ -6,11 +6,10 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::kernels::{
-    channels, finish_dispatch, finish_values, folded, group_tail, order, yuv_rows, SendPtr, BYTE, CS_BGR,
+    channels, finish_dispatch, folded, fused_params, group_tail, order, yuv_rows, SendPtr, BYTE, CS_BGR,
     CS_GRAY, CS_RGB, CS_RGBA, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
-use super::{Colorspace, Converter, Group, Permute, SrcKind};
-use crate::dtype::DType;
+use super::{Converter, Group, Permute};
 use std::arch::x86_64::*;
 
 /// The CPU has what the kernels here use (`vpermb` is VBMI).
@@ -104,7 +103,7 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
 ) -> usize {
     let d = &c.dst;
     let n = c.content.rect.width.min(comps[0].len());
-    let f = finish_values(c, folded::<K, CS, OUT>(), OUT, order(CS));
+    let f = &c.finish;
     let zero = _mm512_setzero_ps();
     let mut k = Consts {
         m: [[zero; 3]; 3],
@@ -157,7 +156,7 @@ unsafe fn pixels<const K: u8, const CS: u8, const OUT: u8>(
     x: usize,
     left: usize,
 ) {
-    let (nc, order, fold) = (channels(CS), order(CS), folded::<K, CS, OUT>());
+    let (nc, order, fold) = (channels(CS), order(CS), folded(K, CS, OUT));
     let px: u16 = if left >= 16 { !0 } else { (1u16 << left) - 1 };
     // Lanes `from..` of a store of the pixels' `nc * left` values.
     let lanes = |from: usize, width: usize| -> u64 {

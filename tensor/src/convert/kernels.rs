@@ -713,31 +713,42 @@ unsafe fn shuffle_avx2(
 }
 
 /// Source kinds, output colourspaces and output forms of the fused finish loops (AVX2 here,
-/// AVX-512 in `avx512`), their const parameters.
-#[cfg(target_arch = "x86_64")]
+/// AVX-512 in `avx512`), their const parameters; `fused_params` picks them for a converter.
 pub(super) const YUV: u8 = 0;
-#[cfg(target_arch = "x86_64")]
 pub(super) const RGB: u8 = 1;
-#[cfg(target_arch = "x86_64")]
 pub(super) const GRAY: u8 = 2;
-#[cfg(target_arch = "x86_64")]
 pub(super) const CS_GRAY: u8 = 0;
-#[cfg(target_arch = "x86_64")]
 pub(super) const CS_RGB: u8 = 1;
-#[cfg(target_arch = "x86_64")]
 pub(super) const CS_BGR: u8 = 2;
-#[cfg(target_arch = "x86_64")]
 pub(super) const CS_RGBA: u8 = 3;
 /// uint8 as it is or int8 as value - 128, no normalization (the saturating packs clamp); 8-bit
 /// normalized or quantized; float32.
-#[cfg(target_arch = "x86_64")]
 pub(super) const RAW8: u8 = 0;
-#[cfg(target_arch = "x86_64")]
 pub(super) const BYTE: u8 = 1;
-#[cfg(target_arch = "x86_64")]
 pub(super) const FLOAT: u8 = 2;
 
-/// Output channels of colourspace `CS`.
+/// The (kind, colourspace, output form) of a converter's fused finish loop.
+pub(super) fn fused_params(c: &Converter) -> (u8, u8, u8) {
+    let kind = match c.kind {
+        SrcKind::Yuv => YUV,
+        SrcKind::Rgb { .. } => RGB,
+        SrcKind::Gray => GRAY,
+    };
+    let cs = match c.dst.colorspace {
+        Colorspace::Gray => CS_GRAY,
+        Colorspace::Rgb => CS_RGB,
+        Colorspace::Bgr => CS_BGR,
+        Colorspace::Rgba => CS_RGBA,
+    };
+    let out = match (c.dst.dtype, c.raw8) {
+        (DType::U8 | DType::I8, true) => RAW8,
+        (DType::U8 | DType::I8, false) => BYTE,
+        _ => FLOAT,
+    };
+    (kind, cs, out)
+}
+
+/// Output channels of colourspace `cs`.
 #[cfg(target_arch = "x86_64")]
 pub(super) const fn channels(cs: u8) -> usize {
     match cs {
@@ -749,7 +760,6 @@ pub(super) const fn channels(cs: u8) -> usize {
 
 /// Output channel `i` is R, G, B or A `order(cs)[i]` (its own inverse: R's output channel is
 /// `order(cs)[0]` too).
-#[cfg(target_arch = "x86_64")]
 pub(super) const fn order(cs: u8) -> [usize; 4] {
     if cs == CS_BGR {
         [2, 1, 0, 3]
@@ -761,9 +771,8 @@ pub(super) const fn order(cs: u8) -> [usize; 4] {
 /// YUV to a normalized or quantized three- or four-channel output: the per-channel scale and
 /// bias multiply into the matrix, and one clamp does the colour's and the type's ranges (three
 /// FMAs and, for 8-bit, six min/max fewer per pixel).
-#[cfg(target_arch = "x86_64")]
-pub(super) const fn folded<const K: u8, const CS: u8, const OUT: u8>() -> bool {
-    K == YUV && OUT != RAW8 && CS != CS_GRAY
+pub(super) const fn folded(kind: u8, cs: u8, out: u8) -> bool {
+    kind == YUV && out != RAW8 && cs != CS_GRAY
 }
 
 /// The shape of every YUV → RGB matrix the converter makes (`Colorimetry::yuv_to_rgb_matrix`):
@@ -773,18 +782,14 @@ pub(super) fn yuv_shaped(m: &[[f32; 3]; 3]) -> bool {
     m[0][0] == m[1][0] && m[1][0] == m[2][0] && m[0][1] == 0.0 && m[2][2] == 0.0
 }
 
-/// One fused finish loop per source kind, output colourspace and output form:
+/// One fused finish loop per source kind, output colourspace and output form (`fused_params`):
 /// `$f::<KIND, CS, OUT>($c, args...)`, `$c` the converter. A colourspace match left inside the
 /// loop was a fifth of its samples.
 #[cfg(target_arch = "x86_64")]
 macro_rules! finish_dispatch {
     ($f:ident, $c:expr, $($arg:expr),*) => {{
         let c: &Converter = $c;
-        let out = match (c.dst.dtype, c.raw8) {
-            (DType::U8 | DType::I8, true) => RAW8,
-            (DType::U8 | DType::I8, false) => BYTE,
-            _ => FLOAT,
-        };
+        let (kind, cs, out) = fused_params(c);
         macro_rules! by_out {
             ($k:expr, $cs:expr) => {
                 match out {
@@ -796,29 +801,31 @@ macro_rules! finish_dispatch {
         }
         macro_rules! by_colorspace {
             ($k:expr) => {
-                match c.dst.colorspace {
-                    Colorspace::Gray => by_out!($k, CS_GRAY),
-                    Colorspace::Rgb => by_out!($k, CS_RGB),
-                    Colorspace::Bgr => by_out!($k, CS_BGR),
-                    Colorspace::Rgba => by_out!($k, CS_RGBA),
+                match cs {
+                    CS_GRAY => by_out!($k, CS_GRAY),
+                    CS_RGB => by_out!($k, CS_RGB),
+                    CS_BGR => by_out!($k, CS_BGR),
+                    _ => by_out!($k, CS_RGBA),
                 }
             };
         }
-        match c.kind {
-            SrcKind::Yuv => by_colorspace!(YUV),
-            SrcKind::Rgb { .. } => by_colorspace!(RGB),
-            SrcKind::Gray => by_colorspace!(GRAY),
+        match kind {
+            YUV => by_colorspace!(YUV),
+            RGB => by_colorspace!(RGB),
+            _ => by_colorspace!(GRAY),
         }
     }};
 }
 #[cfg(target_arch = "x86_64")]
 pub(super) use finish_dispatch;
 
-/// The fused finish's per-row values before they are broadcast, the colour rows in R, G, B
-/// order. With `folded`, row `r`'s `m` and `k` carry the scale and bias of its output channel
-/// and `range` is where the colour clamp and the type's range meet; else `range` is the colour
-/// clamp, 0..255, and `luma` the rows' shared Y coefficient.
-#[cfg(target_arch = "x86_64")]
+/// The fused finish's values, made once with the plan (each loop broadcasts them per row), the
+/// colour rows in R, G, B order. With `folded`, row `r`'s `m` and `k` carry the scale and bias of
+/// its output channel and `range` is where the colour clamp and the type's range meet; else
+/// `range` is the colour clamp, 0..255, and `luma` the rows' shared Y coefficient.
+#[derive(Debug, Clone, Default)]
+// The plan is made on every target; only the x86_64 kernels read all of it.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) struct FinishValues {
     pub m: [[f32; 3]; 3],
     pub k: [f32; 3],
@@ -831,8 +838,10 @@ pub(super) struct FinishValues {
     pub alpha: bool,
 }
 
-#[cfg(target_arch = "x86_64")]
-pub(super) fn finish_values(c: &Converter, folded: bool, out: u8, order: [usize; 4]) -> FinishValues {
+/// `c`'s `FinishValues`, for the loop `fused_params(c)` picks.
+pub(super) fn finish_values(c: &Converter) -> FinishValues {
+    let (kind, cs, out) = fused_params(c);
+    let (folded, order) = (folded(kind, cs, out), order(cs));
     let signed = c.dst.dtype == DType::I8;
     let (lo, hi) = if signed { (-128.0, 127.0) } else { (0.0, 255.0) };
     let (tlo, thi) = if out == FLOAT { (f32::MIN, f32::MAX) } else { (lo, hi) };
@@ -919,8 +928,8 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
     let x0 = c.content.rect.x;
     let esz = if OUT == FLOAT { 4 } else { 1 };
     let (nc, order) = (channels(CS), order(CS));
-    let fold = folded::<K, CS, OUT>();
-    let f = finish_values(c, fold, OUT, order);
+    let fold = folded(K, CS, OUT);
+    let f = &c.finish;
     let zero = _mm256_setzero_ps();
     let luma = _mm256_set1_ps(f.luma);
     let full = _mm256_set1_ps(255.0);

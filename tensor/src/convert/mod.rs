@@ -484,8 +484,9 @@ pub struct Converter {
     offsets: [f32; 3],
     /// The offsets folded into the matrix: row i's value is `matrix[i] · yuv + yuv_bias[i]`.
     yuv_bias: [f32; 3],
-    /// The output (uint8, int8, float32) has a fused colour-and-store kernel.
+    /// The output (uint8, int8, float32) has a fused colour-and-store kernel, and its values.
     fused_finish: bool,
+    finish: kernels::FinishValues,
     /// 8-bit output without normalization: uint8 as it is, int8 as value - 128.
     raw8: bool,
     /// Per output channel: value = v * scale + bias, then stored.
@@ -685,6 +686,7 @@ impl Converter {
             // The fused loops rely on the matrix's shape (see `kernels::yuv_rows`).
             fused_finish: matches!(dst.dtype, DType::U8 | DType::I8 | DType::F32)
                 && (kind != SrcKind::Yuv || kernels::yuv_shaped(&matrix)),
+            finish: kernels::FinishValues::default(),
             raw8: match dst.dtype {
                 DType::U8 => scale == [1.0; 4] && bias == [0.0; 4],
                 DType::I8 => scale == [1.0; 4] && bias[..channels] == [-128.0; 4][..channels],
@@ -699,6 +701,7 @@ impl Converter {
             scratch,
         };
         conv.fill_row = kernels::fill_row(&conv);
+        conv.finish = kernels::finish_values(&conv);
         conv.tap_max = conv.taps.iter().map(|(a, b)| a.iter().chain(b).copied().max().unwrap_or(0)).collect();
         conv.groups = conv.make_groups();
         for p in 0..3 {
