@@ -22,6 +22,7 @@ use crate::preprocess::{
     letterbox_rect, Colorimetry, ContentRegion, FitMode, Interpolation, LetterboxPlacement, Region,
 };
 use crate::{Error, Result};
+use std::ops::Range;
 use std::sync::Mutex;
 
 /// The channels a model takes.
@@ -185,6 +186,14 @@ fn q14_pairs(w: &[f32]) -> Vec<u32> {
         .collect()
 }
 
+/// The first byte of the window that holds both taps of outputs `outs` and `top` bytes past the
+/// last (the members' offsets), or `None` where they span `window` bytes or more.
+fn window_start(i0: &[u32], i1: &[u32], outs: Range<usize>, top: u32, window: u32) -> Option<u32> {
+    let taps = || i0[outs.clone()].iter().chain(&i1[outs.clone()]).copied();
+    let first = taps().min()?;
+    (taps().max()? + top - first < window).then_some(first)
+}
+
 /// Shuffle controls for blocks of eight outputs whose taps (plus member offsets) fit 16-byte
 /// windows of four outputs, else of two; `None` where even two do not (a 6× downscale of YUY2,
 /// four-byte pixels at 4×), which keep the gathers.
@@ -205,12 +214,7 @@ fn shuffle_windows(i0: &[u32], i1: &[u32], members: &[(usize, usize)], quarters:
     for b in 0..blocks {
         let mut base = [0u32; 4];
         for (w, first) in base.iter_mut().enumerate().take(windows) {
-            let outs = 8 * b + per * w..8 * b + per * (w + 1);
-            *first = i0[outs.clone()].iter().chain(&i1[outs.clone()]).copied().min()?;
-            let last = i0[outs.clone()].iter().chain(&i1[outs]).copied().max()? + top;
-            if last - *first >= 16 {
-                return None;
-            }
+            *first = window_start(i0, i1, 8 * b + per * w..8 * b + per * (w + 1), top, 16)?;
             reach = reach.max(*first as usize + 16);
         }
         // Output j is in window j / per; with quarters, windows 0 and 2 are the lanes of the
@@ -275,12 +279,7 @@ fn permute_windows(i0: &[u32], i1: &[u32], members: &[(usize, usize)], window: u
     let mut controls = Vec::with_capacity(blocks * members.len() * 2);
     let mut reach = 0;
     for b in 0..blocks {
-        let outs = 16 * b..16 * (b + 1);
-        let base = i0[outs.clone()].iter().chain(&i1[outs.clone()]).copied().min()?;
-        let last = i0[outs.clone()].iter().chain(&i1[outs]).copied().max()? + top;
-        if last - base >= window {
-            return None;
-        }
+        let base = window_start(i0, i1, 16 * b..16 * (b + 1), top, window)?;
         reach = reach.max((base + window) as usize);
         for &(_, shift) in members {
             let at = |taps: &[u32], j: usize| (taps[16 * b + j] + shift as u32 - base) as u8;
