@@ -6,8 +6,8 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::kernels::{
-    channels, finish_dispatch, folded, fused_params, group_tail, order, yuv_rows, SendPtr, BYTE, CS_BGR,
-    CS_GRAY, CS_RGB, CS_RGBA, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
+    channels, finish_dispatch, folded, fused_params, group_dispatch, group_tail, order, yuv_rows, SendPtr,
+    BYTE, CS_BGR, CS_GRAY, CS_RGB, CS_RGBA, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
 use super::{Converter, Group, Permute};
 use std::arch::x86_64::*;
@@ -323,32 +323,14 @@ pub(super) unsafe fn sample(
     out: &mut [Vec<f32>; 4],
 ) {
     assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
-    macro_rules! rows {
-        ($n:literal, $m:literal) => {
-            match (single, wy != 0.0) {
-                (true, false) => unsafe {
-                    sample_blocks::<$n, $m, true, false>(r0, r1, wy, g, plan, wq, out)
-                },
-                (true, true) => unsafe { sample_blocks::<$n, $m, true, true>(r0, r1, wy, g, plan, wq, out) },
-                (false, false) => unsafe {
-                    sample_blocks::<$n, $m, false, false>(r0, r1, wy, g, plan, wq, out)
-                },
-                (false, true) => unsafe {
-                    sample_blocks::<$n, $m, false, true>(r0, r1, wy, g, plan, wq, out)
-                },
-            }
-        };
-    }
-    let blocks = match (plan.narrow, g.members.len()) {
-        (true, 1) => rows!(true, 1),
-        (true, 2) => rows!(true, 2),
-        (true, 3) => rows!(true, 3),
-        (true, _) => rows!(true, 4),
-        (false, 1) => rows!(false, 1),
-        (false, 2) => rows!(false, 2),
-        (false, 3) => rows!(false, 3),
-        (false, _) => rows!(false, 4),
-    };
+    let blocks = group_dispatch!(
+        sample_blocks,
+        plan.narrow => [false, true],
+        g.members.len(),
+        single,
+        wy != 0.0,
+        (r0, r1, wy, g, plan, wq, out)
+    );
     let n = g.i0.len().min(g.i1.len()).min(wx.len());
     let blocks = blocks.min(n / 16);
     group_tail(r0, r1, wy, g, wx, 16 * blocks..n, out);

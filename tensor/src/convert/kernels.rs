@@ -662,6 +662,39 @@ pub(super) fn group_tail(
     }
 }
 
+/// One loop per (window variant, members, single tap, two rows) of a group's block kernel:
+/// `$f::<VARIANT, MEMBERS, SINGLE, TWO>(args)`, the variant `$a` or (where `$alt`) `$b`, members
+/// 1 to 4. No branch, member loop or bounds check per block (measured: NV12 → uint8 0.248 → 0.225
+/// ms with the AVX2 shuffles; callgrind counted ~90 instructions per 8 outputs before, for ~35
+/// vector ones).
+#[cfg(target_arch = "x86_64")]
+macro_rules! group_dispatch {
+    ($f:ident, $alt:expr => [$a:tt, $b:tt], $members:expr, $single:expr, $two:expr, ($($arg:expr),*)) => {{
+        macro_rules! taps {
+            ($v:tt, $m:tt) => {
+                match ($single, $two) {
+                    (true, false) => unsafe { $f::<$v, $m, true, false>($($arg),*) },
+                    (true, true) => unsafe { $f::<$v, $m, true, true>($($arg),*) },
+                    (false, false) => unsafe { $f::<$v, $m, false, false>($($arg),*) },
+                    (false, true) => unsafe { $f::<$v, $m, false, true>($($arg),*) },
+                }
+            };
+        }
+        match ($alt, $members) {
+            (false, 1) => taps!($a, 1),
+            (false, 2) => taps!($a, 2),
+            (false, 3) => taps!($a, 3),
+            (false, _) => taps!($a, 4),
+            (true, 1) => taps!($b, 1),
+            (true, 2) => taps!($b, 2),
+            (true, 3) => taps!($b, 3),
+            (true, _) => taps!($b, 4),
+        }
+    }};
+}
+#[cfg(target_arch = "x86_64")]
+pub(super) use group_dispatch;
+
 /// The same as `group_avx2` (same arithmetic, so the same values) for groups whose taps are dense
 /// enough to be picked out of 16-byte loads by `pshufb` (see `Shuffle`).
 #[cfg(target_arch = "x86_64")]
@@ -678,35 +711,14 @@ unsafe fn shuffle_avx2(
     single: bool,
     out: &mut [Vec<f32>; 4],
 ) {
-    // One loop per (windows, members, single tap, two rows): no branch, member loop or bounds
-    // check per block (measured: NV12 → uint8 0.248 → 0.225 ms; callgrind counted ~90
-    // instructions per 8 outputs in this path before, for ~35 vector ones).
-    macro_rules! rows {
-        ($p:literal, $m:literal) => {
-            match (single, wy != 0.0) {
-                (true, false) => unsafe {
-                    shuffle_blocks::<$p, $m, true, false>(r0, r1, wy, g, plan, wq, out)
-                },
-                (true, true) => unsafe { shuffle_blocks::<$p, $m, true, true>(r0, r1, wy, g, plan, wq, out) },
-                (false, false) => unsafe {
-                    shuffle_blocks::<$p, $m, false, false>(r0, r1, wy, g, plan, wq, out)
-                },
-                (false, true) => unsafe {
-                    shuffle_blocks::<$p, $m, false, true>(r0, r1, wy, g, plan, wq, out)
-                },
-            }
-        };
-    }
-    let blocks = match (plan.quarters, g.members.len()) {
-        (false, 1) => rows!(1, 1),
-        (false, 2) => rows!(1, 2),
-        (false, 3) => rows!(1, 3),
-        (false, _) => rows!(1, 4),
-        (true, 1) => rows!(2, 1),
-        (true, 2) => rows!(2, 2),
-        (true, 3) => rows!(2, 3),
-        (true, _) => rows!(2, 4),
-    };
+    let blocks = group_dispatch!(
+        shuffle_blocks,
+        plan.quarters => [1, 2],
+        g.members.len(),
+        single,
+        wy != 0.0,
+        (r0, r1, wy, g, plan, wq, out)
+    );
     let n = g.i0.len().min(g.i1.len()).min(wx.len());
     let blocks = blocks.min(n / 8);
     group_tail(r0, r1, wy, g, wx, 8 * blocks..n, out);
