@@ -886,19 +886,32 @@ mod tests {
         out
     }
 
-    fn check(i0: &[u32], i1: &[u32], members: &[(usize, usize)], quarters: bool) {
-        let plan = shuffle_plan(i0, i1, members).expect("a plan");
-        assert_eq!(plan.quarters, quarters);
-        let row: Vec<u8> = (0..plan.reach).map(|i| (i * 7 + 3) as u8).collect();
-        let one = apply(&plan, &row, members.len(), false);
-        let two = apply(&plan, &row, members.len(), true);
+    /// Over a row of `reach` distinct-ish bytes, a plan's picks (`picks(row, two)`, per member
+    /// per output) give every output of its whole blocks (`block` outputs each) tap 0 alone in
+    /// byte 0, or both taps in bytes 0 and 2, the other bytes zero.
+    fn assert_picks(
+        i0: &[u32],
+        i1: &[u32],
+        members: &[(usize, usize)],
+        block: usize,
+        reach: usize,
+        picks: impl Fn(&[u8], bool) -> Vec<Vec<[u8; 4]>>,
+    ) {
+        let row: Vec<u8> = (0..reach).map(|i| (i * 7 + 3) as u8).collect();
+        let (one, two) = (picks(&row, false), picks(&row, true));
         for (m, &(_, shift)) in members.iter().enumerate() {
-            for x in 0..i0.len() / 8 * 8 {
+            for x in 0..i0.len() / block * block {
                 let (a, b) = (row[i0[x] as usize + shift], row[i1[x] as usize + shift]);
                 assert_eq!(one[m][x], [a, 0, 0, 0], "member {m} output {x}: tap 0 alone");
                 assert_eq!(two[m][x], [a, 0, b, 0], "member {m} output {x}: both taps as words");
             }
         }
+    }
+
+    fn check(i0: &[u32], i1: &[u32], members: &[(usize, usize)], quarters: bool) {
+        let plan = shuffle_plan(i0, i1, members).expect("a plan");
+        assert_eq!(plan.quarters, quarters);
+        assert_picks(i0, i1, members, 8, plan.reach, |row, two| apply(&plan, row, members.len(), two));
     }
 
     /// The AVX-512 kernel's picks in scalar: `vpermt2b` indexes a 128-byte table (7 bits), the
@@ -929,16 +942,7 @@ mod tests {
     fn check_permute(i0: &[u32], i1: &[u32], members: &[(usize, usize)], narrow: bool) {
         let plan = permute_plan(i0, i1, members).expect("a plan");
         assert_eq!(plan.narrow, narrow);
-        let row: Vec<u8> = (0..plan.reach).map(|i| (i * 7 + 3) as u8).collect();
-        let one = permute(&plan, &row, members.len(), false);
-        let two = permute(&plan, &row, members.len(), true);
-        for (m, &(_, shift)) in members.iter().enumerate() {
-            for x in 0..i0.len() / 16 * 16 {
-                let (a, b) = (row[i0[x] as usize + shift], row[i1[x] as usize + shift]);
-                assert_eq!(one[m][x], [a, 0, 0, 0], "member {m} output {x}: tap 0 alone");
-                assert_eq!(two[m][x], [a, 0, b, 0], "member {m} output {x}: both taps as words");
-            }
-        }
+        assert_picks(i0, i1, members, 16, plan.reach, |row, two| permute(&plan, row, members.len(), two));
     }
 
     #[test]
