@@ -1,6 +1,7 @@
 //! The conversion engine alone (no GStreamer), 1920×1080 → 640×640 letterboxed RGB: the best of
 //! 60 runs per case, so a loaded machine still gives a repeatable figure. Optional argument: one
-//! case, e.g. `Nv12U8`. `EDGEFIRST_CONVERT_SIMD=baseline` (or `avx2`) measures the narrower kernels.
+//! case, e.g. `Nv12U8`. `EDGEFIRST_CONVERT_SIMD=baseline` (or `avx2`) measures the narrower kernels;
+//! `CONVERT_SPEED_RUNS=20000` times that many runs instead of 60 (long enough for a profiler).
 //!
 //!     cargo run --release -p edgefirst-tensor --example convert-speed
 
