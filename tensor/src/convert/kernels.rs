@@ -9,7 +9,7 @@
 // only hide the others.
 #![allow(clippy::needless_range_loop)]
 
-use super::{Colorspace, Converter, Scratch, SrcImage, SrcKind};
+use super::{Colorspace, Converter, Scratch, Simd, SrcImage, SrcKind};
 use crate::dtype::{f16, DType};
 use std::ops::Range;
 
@@ -201,9 +201,21 @@ fn store_content(
     }
 }
 
-/// One destination row of padding, per channel plane for chw (or the interleaved row for hwc),
-/// already in the output type: padding is a copy, not a conversion, per frame.
-pub(super) fn fill_row(c: &Converter) -> Vec<u8> {
+/// Bytes of a padding pattern: 192 (a multiple of every pattern period — 1, 2, 3, 4, 6, 8, 12, 16,
+/// 24 or 32 bytes, a pixel for hwc or a value for chw — and of a 64-byte line) plus one period, so
+/// that a whole 192-byte block can start at any phase.
+const PATTERN: usize = 256;
+const BLOCK: usize = 192;
+
+/// The letterbox fill in the output type, repeated from a pixel (hwc) or value (chw) boundary: one
+/// pattern per destination plane, so padding is a store, not a conversion, per frame.
+#[derive(Default)]
+pub(super) struct Padding {
+    patterns: Vec<[u8; PATTERN]>,
+    period: usize,
+}
+
+pub(super) fn padding(c: &Converter) -> Padding {
     let d = &c.dst;
     let channels = d.colorspace.channels();
     let esz = d.dtype.size();
@@ -225,39 +237,92 @@ pub(super) fn fill_row(c: &Converter) -> Vec<u8> {
             DType::F64 => put::<f64>(o, v),
         }
     }
+    let repeat = |unit: &[u8]| -> [u8; PATTERN] { std::array::from_fn(|i| unit[i % unit.len()]) };
     if d.chw {
-        // Channel-major: the row of channel ch is at ch * width * esz.
-        let mut row = vec![0u8; channels * d.width * esz];
-        for ch in 0..channels {
-            for x in 0..d.width {
-                row[(ch * d.width + x) * esz..][..esz].copy_from_slice(&one[ch * esz..][..esz]);
-            }
-        }
-        row
+        Padding { patterns: one.chunks(esz).map(repeat).collect(), period: esz }
     } else {
-        one.repeat(d.width)
+        Padding { patterns: vec![repeat(&one)], period: channels * esz }
     }
 }
 
-/// Copy padding pixels `x0..x0 + n` of row `y` from the prepared fill row.
-fn pad(c: &Converter, dst: SendPtr, y: usize, x0: usize, n: usize) {
-    if n == 0 {
+/// Fill `len` bytes at `dst`, which sits at phase 0 of `pattern` (period `period`). Whole blocks are
+/// stored from registers at 64-byte alignment, as wide as `level` allows. Measured against the copy
+/// of a prepared fill row per destination row that this replaced (loads and unaligned stores),
+/// 1920×1080 → 640×640 letterbox here: YUY2 float32 0.183 → 0.173 ms, uint8 0.150 → 0.143; the
+/// same blocks written as byte arrays, which compiled to a memcpy call per block, took 0.189.
+///
+/// # Safety
+/// `dst..dst + len` is writable and no other thread touches it.
+unsafe fn fill_span(level: Simd, pattern: &[u8; PATTERN], period: usize, dst: *mut u8, len: usize) {
+    assert!(
+        BLOCK.is_multiple_of(period) && BLOCK + period <= PATTERN,
+        "period {period} repeats within a block"
+    );
+    let head = dst.align_offset(64).min(len);
+    let blocks = (len - head) / BLOCK;
+    let tail = head + blocks * BLOCK;
+    // Every block starts at the phase the first aligned byte has: BLOCK is a whole number of periods.
+    let block = pattern[head % period..].as_ptr();
+    unsafe {
+        std::ptr::copy_nonoverlapping(pattern.as_ptr(), dst, head);
+        let at = dst.add(head);
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{__m256i, __m512i};
+            #[target_feature(enable = "avx512f")]
+            unsafe fn zmm(block: *const u8, dst: *mut u8, n: usize) {
+                unsafe { fill_blocks::<__m512i, 3>(block, dst, n) }
+            }
+            #[target_feature(enable = "avx")]
+            unsafe fn ymm(block: *const u8, dst: *mut u8, n: usize) {
+                unsafe { fill_blocks::<__m256i, 6>(block, dst, n) }
+            }
+            match level {
+                Simd::Avx512 => zmm(block, at, blocks),
+                Simd::Avx2 => ymm(block, at, blocks),
+                Simd::Baseline => fill_blocks::<u128, 12>(block, at, blocks),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = level;
+            fill_blocks::<u128, 12>(block, at, blocks);
+        }
+        std::ptr::copy_nonoverlapping(block, dst.add(tail), len - tail);
+    }
+}
+
+/// `n` blocks of `BLOCK` bytes from `block`, held in `N` registers of type `T`.
+#[inline(always)]
+unsafe fn fill_blocks<T: Copy, const N: usize>(block: *const u8, dst: *mut u8, n: usize) {
+    debug_assert_eq!(N * size_of::<T>(), BLOCK);
+    let regs: [T; N] =
+        std::array::from_fn(|k| unsafe { block.add(k * size_of::<T>()).cast::<T>().read_unaligned() });
+    for b in 0..n {
+        for (k, r) in regs.iter().enumerate() {
+            unsafe { dst.add(b * BLOCK + k * size_of::<T>()).cast::<T>().write_unaligned(*r) };
+        }
+    }
+}
+
+/// Padding pixels `x0..x0 + n` of `rows` consecutive destination rows from `y`: one span per
+/// plane where the rows are contiguous, else one per row.
+fn pad(c: &Converter, dst: SendPtr, y: usize, rows: usize, x0: usize, n: usize) {
+    if n == 0 || rows == 0 {
         return;
     }
     let d = &c.dst;
     let esz = d.dtype.size();
     let channels = d.colorspace.channels();
-    let fill = &c.fill_row;
-    if d.chw {
-        for ch in 0..channels {
-            let src = &fill[(ch * d.width + x0) * esz..][..n * esz];
-            let at = ch * d.plane_stride + y * d.row_stride + x0 * esz;
-            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.0.add(at), src.len()) };
+    let (pixel, planes) = if d.chw { (esz, channels) } else { (channels * esz, 1) };
+    let span = n * pixel;
+    let (count, len) = if n == d.width && d.row_stride == span { (1, rows * span) } else { (rows, span) };
+    for (plane, pattern) in c.padding.patterns.iter().enumerate().take(planes) {
+        for r in 0..count {
+            let at = plane * d.plane_stride + (y + r) * d.row_stride + x0 * pixel;
+            // The caller's band holds these rows alone.
+            unsafe { fill_span(c.simd, pattern, c.padding.period, dst.0.add(at), len) };
         }
-    } else {
-        let src = &fill[x0 * channels * esz..][..n * channels * esz];
-        let at = y * d.row_stride + x0 * channels * esz;
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.0.add(at), src.len()) };
     }
 }
 
@@ -289,11 +354,12 @@ unsafe fn rows_avx2(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range
 #[inline(always)]
 fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usize>, s: &mut Scratch) {
     let rect = c.content.rect;
-    for y in rows {
-        if y < rect.y || y >= rect.y + rect.height {
-            pad(c, dst, y, 0, c.dst.width);
-            continue;
-        }
+    let content = rect.y..rect.y + rect.height;
+    // Padding rows above and below the picture, each run as one fill.
+    pad(c, dst, rows.start, rows.start.max(content.start).min(rows.end) - rows.start, 0, c.dst.width);
+    let below = content.end.max(rows.start).min(rows.end);
+    pad(c, dst, below, rows.end - below, 0, c.dst.width);
+    for y in rows.start.max(content.start)..rows.end.min(content.end) {
         let cy = y - rect.y;
         // Per plane, one of two orders. With AVX2, where the taps are dense (shuffle plan) or
         // sparse (a quarter of the window or less), they are read straight from the two source
@@ -400,8 +466,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         let xs = done..rect.width;
         colour(c, s, xs.clone());
         store_content(c, dst, y, xs, &s.chans, &mut s.bytes);
-        pad(c, dst, y, 0, rect.x);
-        pad(c, dst, y, rect.x + rect.width, c.dst.width - rect.x - rect.width);
+        pad(c, dst, y, 1, 0, rect.x);
+        pad(c, dst, y, 1, rect.x + rect.width, c.dst.width - rect.x - rect.width);
     }
 }
 
@@ -1184,4 +1250,40 @@ unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, con
         }
     }
     blocks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every period a pattern can have, from every alignment, over lengths around the block and
+    /// line sizes, at every level this CPU has: the bytes written are the pattern from phase 0,
+    /// and nothing past the span changes.
+    #[test]
+    fn fill_span_repeats_the_pattern_from_any_alignment() {
+        let levels = [Simd::Baseline, Simd::Avx2, Simd::Avx512].into_iter().filter(|l| *l <= Simd::detect());
+        let levels: Vec<Simd> = levels.collect();
+        for period in [1, 2, 3, 4, 6, 8, 12, 16, 24, 32] {
+            let unit: Vec<u8> = (1..=period as u8).collect();
+            let pattern: [u8; PATTERN] = std::array::from_fn(|i| unit[i % period]);
+            for &level in &levels {
+                for offset in 0..64 {
+                    for len in [0, 1, 63, 64, 191, 192, 193, 255, 256, 450, 1000] {
+                        let mut buf = vec![0xEEu8; 64 + 1100 + 64];
+                        let base = buf.as_ptr().align_offset(64);
+                        let at = base + offset;
+                        unsafe { fill_span(level, &pattern, period, buf.as_mut_ptr().add(at), len) };
+                        for (i, &b) in buf.iter().enumerate() {
+                            let want =
+                                if (at..at + len).contains(&i) { unit[(i - at) % period] } else { 0xEE };
+                            assert_eq!(
+                                b, want,
+                                "{level:?} period {period} offset {offset} len {len} byte {i}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -492,8 +492,7 @@ pub struct Converter {
     scale: [f32; 4],
     bias: [f32; 4],
     fill: [f32; 4],
-    /// One destination row of padding in the output type (see `kernels::fill_row`).
-    fill_row: Vec<u8>,
+    padding: kernels::Padding,
     /// The kernels rows run through.
     simd: Simd,
     workers: workers::Workers,
@@ -694,12 +693,12 @@ impl Converter {
             scale,
             bias,
             fill,
-            fill_row: Vec::new(),
+            padding: kernels::Padding::default(),
             simd: Simd::detect(),
             workers,
             scratch,
         };
-        conv.fill_row = kernels::fill_row(&conv);
+        conv.padding = kernels::padding(&conv);
         conv.finish = kernels::finish_values(&conv);
         conv.tap_max = conv.taps.iter().map(|(a, b)| a.iter().chain(b).copied().max().unwrap_or(0)).collect();
         conv.groups = conv.make_groups();
