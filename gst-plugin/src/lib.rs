@@ -13,6 +13,7 @@ pub mod caps;
 pub mod edgefirsttensor;
 pub mod import_cache;
 pub mod meta;
+pub mod model;
 pub mod pool;
 pub mod video;
 

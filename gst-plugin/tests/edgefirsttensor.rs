@@ -386,10 +386,17 @@ fn properties_keep_the_familiar_names_and_refuse_bad_values() {
     assert_eq!(el.property::<String>("model-mean"), "0.485,0.456,0.406");
     el.set_property("model-std", "0.5");
     assert_eq!(el.property::<String>("model-std"), "0.5,0.5,0.5");
+    // A refused value keeps the previous one and stops the element at its start, with the reason.
     el.set_property("model-std", "1,0,1");
     assert_eq!(el.property::<String>("model-std"), "0.5,0.5,0.5", "a zero std is refused");
     el.set_property("model-mean", "a,b");
     assert_eq!(el.property::<String>("model-mean"), "0.485,0.456,0.406");
+    assert!(el.set_state(gst::State::Paused).is_err(), "refused values stop the start");
+    el.set_state(gst::State::Null).unwrap();
+    el.set_property("model-std", "0.25");
+    el.set_property("model-mean", "0.5");
+    assert!(el.set_state(gst::State::Paused).is_ok(), "valid values again: it starts");
+    el.set_state(gst::State::Null).unwrap();
     el.set_property_from_str("model-dtype", "float16");
     el.set_property_from_str("model-colorspace", "bgr");
     el.set_property_from_str("model-layout", "chw");

@@ -54,3 +54,42 @@ fn element_state_cycles_leave_no_fd_behind() {
     }
     assert_eq!(open_fds(), before, "pipelines with the element built and torn down 20 times");
 }
+
+#[test]
+fn impossible_pool_configurations_are_refused_and_a_failed_start_frees_what_it_made() {
+    let _serial = SERIAL.lock().unwrap();
+    init();
+    let caps = video_caps(VideoFormat::Rgba, 640, 480); // 1 228 800 bytes a frame
+    let before = open_fds();
+    {
+        // Known budget: ten buffers cannot fit in 3 MB, so the configuration is refused.
+        let pool = gstedgefirst::BufferPool::new();
+        pool.set_max_bytes(3_000_000);
+        let mut config = pool.config();
+        config.set_params(Some(&caps), 0, 10, 0);
+        assert!(pool.set_config(config).is_err(), "min-buffers x size beyond max-bytes");
+        // More buffers than the process may open fds.
+        let limit = unsafe {
+            let mut r = std::mem::zeroed::<libc::rlimit>();
+            assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut r), 0);
+            r.rlim_cur
+        };
+        let pool = gstedgefirst::BufferPool::new();
+        let mut config = pool.config();
+        let tiny = video_caps(VideoFormat::Gray8, 16, 16);
+        config.set_params(Some(&tiny), 0, u32::try_from(limit).unwrap_or(u32::MAX).saturating_add(1), 0);
+        assert!(pool.set_config(config).is_err(), "min-buffers beyond the fd limit");
+        // The budget shrinks after the configuration: activation fails part-way and frees the
+        // buffers it had already made.
+        let pool = gstedgefirst::BufferPool::new();
+        let mut config = pool.config();
+        config.set_params(Some(&caps), 0, 10, 0);
+        pool.set_config(config).unwrap();
+        pool.set_max_bytes(3_000_000);
+        let with_pool = open_fds(); // a pool holds its own poll fds
+        assert!(pool.set_active(true).is_err());
+        assert_eq!(open_fds(), with_pool, "the two buffers made before the budget ran out are freed");
+        assert_eq!(pool.stats().live_bytes, 0);
+    }
+    assert_eq!(open_fds(), before);
+}

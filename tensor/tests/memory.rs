@@ -63,6 +63,19 @@ fn shm_round_trip_and_fd_is_tmpfs() {
 }
 
 #[test]
+fn our_memfds_cannot_be_shrunk_by_a_holder() {
+    let t = Tensor::<u8>::new(&[4096], Some(TensorMemory::Shm), None).unwrap();
+    let fd = t.fd().unwrap();
+    assert_eq!(
+        rustix::fs::ftruncate(fd, 100).unwrap_err(),
+        rustix::io::Errno::PERM,
+        "F_SEAL_SHRINK: a truncation would SIGBUS every mapping"
+    );
+    rustix::fs::ftruncate(fd, 8192).expect("growing stays allowed");
+    assert_eq!(t.map().unwrap().len(), 4096);
+}
+
+#[test]
 fn unsupported_codes_are_errors_not_panics() {
     for m in [TensorMemory::IoSurface, TensorMemory::Pbo, TensorMemory::Cuda, TensorMemory::D3d11Texture] {
         let e = TensorDyn::new(&[4], DType::U8, Some(m), None).unwrap_err();

@@ -1,21 +1,19 @@
-use super::{ModelColorspace, ModelDtype, ModelFit, ModelInterpolation, ModelLayout};
-use crate::caps::{model_dims, TensorCaps, TENSORS_MEDIA_TYPE};
-use crate::import_cache::{ImportCache, ImportKey};
+use super::frame::{self, BufferLayout};
+use super::ModelLayout;
+use crate::caps::{TensorCaps, TENSORS_MEDIA_TYPE};
+use crate::import_cache::ImportCache;
 use crate::meta::{dtype_code, TensorInfo, TensorMeta};
+use crate::model::{self, Settings};
 use crate::video::pixel_format;
-use edgefirst_tensor::convert::{ConvertSpec, Converter, DstLayout, SrcImage};
-use edgefirst_tensor::preprocess::{parse_rgb_triplet, Colorimetry, ContentRegion, Interpolation, Region};
-use edgefirst_tensor::{
-    byte_strides, CpuAccess, DType, PixelFormat, PixelLayout, PlaneDescriptor, StrideSpec, TensorDyn,
-};
+use edgefirst_tensor::convert::{Converter, DstLayout, SrcImage};
+use edgefirst_tensor::preprocess::{Colorimetry, ContentRegion};
+use edgefirst_tensor::{byte_strides, DType, PixelFormat, PixelLayout, StrideSpec};
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 use gst_video::prelude::*;
-use gst_video::VideoFormat;
-use std::os::fd::BorrowedFd;
 use std::sync::{LazyLock, Mutex};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -26,136 +24,7 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     )
 });
 
-const DEFAULT_FILL: u32 = 0x8080_80ff;
 const DEFAULT_CACHE: u32 = 32;
-
-#[derive(Debug, Clone, PartialEq)]
-struct Settings {
-    model_width: u32,
-    model_height: u32,
-    colorspace: ModelColorspace,
-    layout: ModelLayout,
-    dtype: ModelDtype,
-    fit: ModelFit,
-    interpolation: ModelInterpolation,
-    fill_color: u32,
-    mean: [f32; 3],
-    std: [f32; 3],
-    quant_scale: f64,
-    quant_zero_point: i32,
-    n_threads: u32,
-    import_cache_size: u32,
-    /// The part of the frame to use (x, y, width, height); the whole frame when None.
-    source_region: Option<Region>,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            model_width: 0,
-            model_height: 0,
-            colorspace: ModelColorspace::Rgb,
-            layout: ModelLayout::Hwc,
-            dtype: ModelDtype::Uint8,
-            fit: ModelFit::Letterbox,
-            interpolation: ModelInterpolation::Bilinear,
-            fill_color: DEFAULT_FILL,
-            mean: [0.0; 3],
-            std: [1.0; 3],
-            quant_scale: 0.0,
-            quant_zero_point: 0,
-            n_threads: 1,
-            import_cache_size: DEFAULT_CACHE,
-            source_region: None,
-        }
-    }
-}
-
-impl Settings {
-    fn model_size(&self, in_w: u32, in_h: u32) -> (u32, u32) {
-        (
-            if self.model_width == 0 { in_w } else { self.model_width },
-            if self.model_height == 0 { in_h } else { self.model_height },
-        )
-    }
-
-    fn tensor_caps(&self, in_w: u32, in_h: u32, framerate: Option<gst::Fraction>) -> TensorCaps {
-        let (w, h) = self.model_size(in_w, in_h);
-        TensorCaps {
-            dtype: self.dtype.dtype(),
-            dims: model_dims(
-                self.colorspace.channels(),
-                self.layout == ModelLayout::Chw,
-                w as usize,
-                h as usize,
-            ),
-            framerate,
-        }
-    }
-
-    /// Why an input cannot become the model tensor without conversion, or None when the frame
-    /// already is that tensor byte for byte (dense rows are checked per buffer).
-    fn conversion_needed(&self, format: VideoFormat, w: u32, h: u32) -> Option<String> {
-        let mut why = Vec::new();
-        if pixel_format(format) != Some(self.colorspace.pixel_format()) {
-            why.push(format!("{} → {:?} colour", format.to_str(), self.colorspace));
-        }
-        if self.model_size(w, h) != (w, h) {
-            let (mw, mh) = self.model_size(w, h);
-            let fit = match self.fit {
-                ModelFit::Letterbox => "letterbox",
-                ModelFit::Stretch => "stretch",
-                ModelFit::CenterCrop => "center-crop",
-            };
-            why.push(format!("{w}x{h} → {mw}x{mh} {fit}"));
-        }
-        if self.layout == ModelLayout::Chw && self.colorspace.channels() > 1 {
-            why.push("hwc → chw".into());
-        }
-        if self.dtype != ModelDtype::Uint8 {
-            why.push(format!("uint8 → {}", self.dtype.dtype()));
-        }
-        if self.mean != [0.0; 3] || self.std != [1.0; 3] {
-            why.push("mean/std normalization".into());
-        }
-        if self.quant_scale != 0.0 {
-            why.push("quantization".into());
-        }
-        if let Some(r) = self.source_region {
-            why.push(format!("crop to {}x{} at ({}, {})", r.width, r.height, r.x, r.y));
-        }
-        (!why.is_empty()).then(|| why.join(", "))
-    }
-
-    /// Whether the model input can also be offered as a video frame (8-bit interleaved, raw).
-    fn image_output(&self) -> Option<VideoFormat> {
-        let raw = self.dtype == ModelDtype::Uint8
-            && (self.layout == ModelLayout::Hwc || self.colorspace.channels() == 1)
-            && self.mean == [0.0; 3]
-            && self.std == [1.0; 3]
-            && self.quant_scale == 0.0;
-        raw.then(|| crate::video::video_format(self.colorspace.pixel_format())).flatten()
-    }
-
-    fn spec(&self, colorimetry: Colorimetry) -> ConvertSpec {
-        let c = self.fill_color;
-        ConvertSpec {
-            fit: self.fit.fit_mode(),
-            interpolation: match self.interpolation {
-                ModelInterpolation::Bilinear => Interpolation::Bilinear,
-                ModelInterpolation::Nearest => Interpolation::Nearest,
-            },
-            colorimetry,
-            mean: self.mean,
-            std: self.std,
-            quantization: (self.quant_scale != 0.0)
-                .then_some((self.quant_scale as f32, self.quant_zero_point)),
-            fill: [(c >> 24) as u8, (c >> 16) as u8, (c >> 8) as u8, c as u8],
-            source_region: self.source_region,
-            ..ConvertSpec::default()
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Output {
@@ -176,25 +45,15 @@ struct Negotiated {
     quantization: Option<(f32, i32)>,
 }
 
-/// What must match for a cached import to be served for this frame.
-#[derive(Debug, Clone, PartialEq)]
-struct ImportGeometry {
-    format: VideoFormat,
-    width: u32,
-    height: u32,
-    /// Per plane: the kernel's key of the bytes and the row stride.
-    planes: Vec<(ImportKey, i32)>,
-    /// Per plane: the size of its file, which a recycled key could not fake.
-    sizes: Vec<u64>,
-}
-
 struct State {
     negotiated: Option<Negotiated>,
-    cache: ImportCache<ImportGeometry, TensorDyn>,
+    cache: frame::Cache,
+    fs_types: frame::FsTypes,
 }
 
 pub struct EdgeFirstTensor {
     settings: Mutex<Settings>,
+    import_cache_size: Mutex<u32>,
     state: Mutex<State>,
 }
 
@@ -202,170 +61,37 @@ impl Default for EdgeFirstTensor {
     fn default() -> Self {
         EdgeFirstTensor {
             settings: Mutex::new(Settings::default()),
-            state: Mutex::new(State { negotiated: None, cache: ImportCache::new(DEFAULT_CACHE as usize) }),
+            import_cache_size: Mutex::new(DEFAULT_CACHE),
+            state: Mutex::new(State {
+                negotiated: None,
+                cache: ImportCache::new(DEFAULT_CACHE as usize),
+                fs_types: frame::FsTypes::default(),
+            }),
         }
     }
-}
-
-/// Plane offsets and strides of one buffer, from its GstVideoMeta or the caps.
-struct BufferLayout {
-    offsets: Vec<usize>,
-    strides: Vec<i32>,
 }
 
 impl EdgeFirstTensor {
-    /// Offsets and strides this buffer really has, checked against its size: a GstVideoMeta that
-    /// describes bytes the buffer does not hold is an error, never a read past the end.
-    fn buffer_layout(&self, buf: &gst::BufferRef, neg: &Negotiated) -> Result<BufferLayout, String> {
-        let info = &neg.info;
-        let (offsets, strides) = match buf.meta::<gst_video::VideoMeta>() {
-            Some(m) => {
-                if (m.format(), m.width(), m.height()) != (info.format(), info.width(), info.height()) {
-                    return Err(format!(
-                        "GstVideoMeta describes {} {}x{} but the caps say {} {}x{}",
-                        m.format().to_str(),
-                        m.width(),
-                        m.height(),
-                        info.format().to_str(),
-                        info.width(),
-                        info.height()
-                    ));
-                }
-                (m.offset().to_vec(), m.stride().to_vec())
-            }
-            None => (info.offset().to_vec(), info.stride().to_vec()),
-        };
-        let n = neg.format.num_planes();
-        if offsets.len() < n || strides.len() < n {
-            return Err(format!(
-                "{} needs {n} planes, the buffer describes {}",
-                neg.format.name(),
-                offsets.len()
-            ));
-        }
-        let (w, h) = (info.width() as usize, info.height() as usize);
-        let size = buf.size();
-        for i in 0..n {
-            let s = neg.format.plane_sampling(i, 1);
-            let (row, rows) = (s.row_bytes(w), s.rows(h));
-            let stride = strides[i];
-            if stride <= 0 || (stride as usize) < row {
-                return Err(format!("plane {i} stride {stride} is shorter than its {row}-byte rows"));
-            }
-            let end = offsets[i].checked_add((rows - 1) * stride as usize + row);
-            if end.is_none_or(|e| e > size) {
-                return Err(format!(
-                    "plane {i} at offset {} with stride {stride} needs {} bytes but the buffer holds {size}",
-                    offsets[i],
-                    end.map_or("more than usize".to_string(), |e| e.to_string())
-                ));
-            }
-        }
-        Ok(BufferLayout { offsets: offsets[..n].to_vec(), strides: strides[..n].to_vec() })
-    }
-
-    /// Import the frame's planes as a tensor without copying, through the cache. `Ok(None)` when
-    /// the memory has no fd (system memory is read in place instead).
-    fn import(
-        cache: &mut ImportCache<ImportGeometry, TensorDyn>,
-        buf: &gst::BufferRef,
-        neg: &Negotiated,
-        layout: &BufferLayout,
-    ) -> Result<Option<u64>, String> {
-        struct PlaneFd {
-            fd: i32,
-            offset: usize,
-            key: ImportKey,
-            size: u64,
-        }
-        let mut planes = Vec::new();
-        for (i, &off) in layout.offsets.iter().enumerate() {
-            let (range, skip) = buf
-                .find_memory(off..off + 1)
-                .ok_or_else(|| format!("plane {i} offset {off} is outside the buffer"))?;
-            let mem = buf.peek_memory(range.start);
-            let Some(fdmem) = mem.downcast_memory_ref::<gst_allocators::FdMemory>() else {
-                return Ok(None);
-            };
-            let fd = fdmem.fd();
-            let offset = mem.offset() + skip;
-            let id = edgefirst_tensor::import::file_identity(unsafe { BorrowedFd::borrow_raw(fd) })
-                .map_err(|e| format!("plane {i}: {e}"))?;
-            planes.push(PlaneFd {
-                fd,
-                offset,
-                key: ImportKey { dev: id.dev, ino: id.ino, offset },
-                size: id.size,
-            });
-        }
-        let info = &neg.info;
-        let (w, h) = (info.width() as usize, info.height() as usize);
-        let geometry = ImportGeometry {
-            format: info.format(),
-            width: info.width(),
-            height: info.height(),
-            planes: planes.iter().zip(&layout.strides).map(|(p, &s)| (p.key, s)).collect(),
-            sizes: planes.iter().map(|p| p.size).collect(),
-        };
-        let pf = neg.format;
-        let make = || -> Result<TensorDyn, String> {
-            let fd0 = unsafe { BorrowedFd::borrow_raw(planes[0].fd) };
-            let s0 = layout.strides[0] as usize;
-            let table = pf.plane_table(w, h, s0);
-            let one_file =
-                planes.iter().all(|p| (p.key.dev, p.key.ino) == (planes[0].key.dev, planes[0].key.ino));
-            let standard =
-                one_file
-                    && planes.iter().zip(&table).zip(&layout.strides).all(|((p, t), &s)| {
-                        p.offset == planes[0].offset + t.offset && s as isize == t.stride
-                    });
-            let desc = |p: &PlaneFd, stride: i32| -> Result<PlaneDescriptor, String> {
-                let fd = unsafe { BorrowedFd::borrow_raw(p.fd) };
-                Ok(PlaneDescriptor::new(fd)
-                    .map_err(|e| e.to_string())?
-                    .with_stride(stride as usize)
-                    .with_offset(p.offset))
-            };
-            let descs = if standard {
-                vec![PlaneDescriptor::new(fd0)
-                    .map_err(|e| e.to_string())?
-                    .with_stride(s0)
-                    .with_offset(planes[0].offset)]
-            } else if pf.layout() == PixelLayout::SemiPlanar {
-                vec![desc(&planes[0], layout.strides[0])?, desc(&planes[1], layout.strides[1])?]
-            } else {
-                return Err(format!(
-                    "{} planes at offsets {:?} are not a layout this build imports",
-                    pf.name(),
-                    layout.offsets
-                ));
-            };
-            TensorDyn::import_image(descs, w, h, pf, CpuAccess::Read).map_err(|e| e.to_string())
-        };
-        let key = planes[0].key;
-        match cache.get_or_try_insert(key, geometry, make) {
-            Ok(t) => Ok(Some(t.buffer_identity().id())),
-            Err(e) => {
-                gst::warning!(CAT, "frame not imported zero-copy: {e}");
-                Ok(None)
-            }
-        }
-    }
-
     fn refuse(&self, msg: String) -> gst::LoggableError {
         gst::element_imp_error!(self, gst::CoreError::Negotiation, ["{}", msg]);
         gst::loggable_error!(CAT, "{}", msg)
     }
 
     /// The meta of a frame passed through: the input frame itself is the tensor.
-    fn passthrough_info(neg: &Negotiated, layout: &BufferLayout, buffer_id: u64) -> TensorInfo {
+    fn passthrough_info(
+        neg: &Negotiated,
+        layout: &BufferLayout,
+        buffer_id: u64,
+    ) -> Result<TensorInfo, String> {
         let (w, h) = (neg.info.width() as usize, neg.info.height() as usize);
         let rs = layout.strides[0] as usize;
         let pf = neg.format;
         let (shape, spec) = match neg.output {
             Output::Image => {
-                let plane_stride =
-                    (pf == PixelFormat::PlanarRgb).then(|| layout.offsets[1] - layout.offsets[0]);
+                let plane_stride = match pf {
+                    PixelFormat::PlanarRgb => Some(planar_stride(layout)?),
+                    _ => None,
+                };
                 (
                     pf.addressing_shape(w, h),
                     StrideSpec { layout: pf.layout(), row_stride: rs, plane_stride, batch_stride: None },
@@ -387,7 +113,7 @@ impl EdgeFirstTensor {
         };
         info.set_layout(&shape, &byte_strides(&shape, 1, Some(&spec))).expect("image tensors have rank <= 4");
         set_content(&mut info, &passthrough_content(w, h));
-        info
+        Ok(info)
     }
 
     /// The meta of a converted frame: the destination layout and where the picture went.
@@ -437,18 +163,17 @@ impl EdgeFirstTensor {
     }
 }
 
-/// "x,y,width,height" → a region; empty → none. Bounds are checked against the frame at caps time.
-fn parse_region(text: &str) -> Result<Option<Region>, String> {
-    if text.trim().is_empty() {
-        return Ok(None);
-    }
-    let v: Vec<usize> = text
-        .split(',')
-        .map(|p| p.trim().parse::<usize>().map_err(|_| format!("`{p}` in `{text}` is not a pixel count")))
-        .collect::<Result<_, _>>()?;
-    match v[..] {
-        [x, y, width, height] if width > 0 && height > 0 => Ok(Some(Region { x, y, width, height })),
-        _ => Err(format!("`{text}` is not x,y,width,height with a non-zero size")),
+/// The one plane stride of a planar RGB frame passed through as a `[3, H, W]` tensor: its planes
+/// must be evenly spaced, in order, with one row stride, or the meta could not describe them.
+fn planar_stride(layout: &BufferLayout) -> Result<usize, String> {
+    let o = &layout.offsets;
+    let step = o[1].checked_sub(o[0]).filter(|&d| d > 0 && o[2].checked_sub(o[1]) == Some(d));
+    match step {
+        Some(d) if layout.strides.iter().all(|&s| s == layout.strides[0]) => Ok(d),
+        _ => Err(format!(
+            "planar RGB planes at offsets {o:?} with strides {:?} are not one evenly spaced tensor; set a model property so the frame is converted",
+            layout.strides
+        )),
     }
 }
 
@@ -489,96 +214,8 @@ impl ObjectImpl for EdgeFirstTensor {
             };
             let ro_u32 =
                 |name: &str, blurb: &str| glib::ParamSpecUInt::builder(name).blurb(blurb).read_only().build();
-            vec![
-                glib::ParamSpecUInt::builder("model-width")
-                    .nick("Model width")
-                    .blurb("Width of the model input in pixels (0: the input's width)")
-                    .maximum(16384)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("model-height")
-                    .nick("Model height")
-                    .blurb("Height of the model input in pixels (0: the input's height)")
-                    .maximum(16384)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("model-colorspace", ModelColorspace::Rgb)
-                    .nick("Model colour space")
-                    .blurb("Channels the model expects")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("model-layout", ModelLayout::Hwc)
-                    .nick("Model layout")
-                    .blurb("Interleaved (hwc) or planar (chw) tensor")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("model-dtype", ModelDtype::Uint8)
-                    .nick("Model element type")
-                    .blurb("Element type of the tensor")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("letterbox")
-                    .nick("Letterbox")
-                    .blurb("Keep the aspect ratio and pad with fill-color (true) or stretch (false); fit says the same with center-crop too")
-                    .default_value(true)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("fit", ModelFit::Letterbox)
-                    .nick("Fit")
-                    .blurb("How the picture fills the model input")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("interpolation", ModelInterpolation::Bilinear)
-                    .nick("Interpolation")
-                    .blurb("Resampling filter")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecDouble::builder("model-quant-scale")
-                    .nick("Quantization scale")
-                    .blurb("Scale of an int8/uint8 model input: q = round(x / scale) + zero-point, x the normalized value (0: not quantized; int8 is then the pixel value - 128)")
-                    .minimum(0.0)
-                    .default_value(0.0)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecInt::builder("model-quant-zero-point")
-                    .nick("Quantization zero point")
-                    .blurb("Zero point of an int8/uint8 model input")
-                    .minimum(-128)
-                    .maximum(255)
-                    .default_value(0)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("source-region")
-                    .nick("Source region")
-                    .blurb("Part of the frame to convert as \"x,y,width,height\" in pixels (empty: the whole frame)")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("n-threads")
-                    .nick("Threads")
-                    .blurb("Threads converting each frame (rows are split between them)")
-                    .minimum(1)
-                    .maximum(64)
-                    .default_value(1)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("fill-color")
-                    .nick("Fill colour")
-                    .blurb("Letterbox padding as 0xRRGGBBAA")
-                    .default_value(DEFAULT_FILL)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("model-mean")
-                    .nick("Mean")
-                    .blurb("Per-channel mean subtracted from values scaled to 0..1: one value or three, e.g. \"0.485,0.456,0.406\"")
-                    .default_value(Some("0,0,0"))
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("model-std")
-                    .nick("Standard deviation")
-                    .blurb("Per-channel divisor applied after the mean: one value or three, e.g. \"0.229,0.224,0.225\"")
-                    .default_value(Some("1,1,1"))
-                    .mutable_ready()
-                    .build(),
+            let mut props = model::properties();
+            props.extend([
                 glib::ParamSpecUInt::builder("import-cache-size")
                     .nick("Import cache size")
                     .blurb("Imported upstream buffers kept, keyed by (device, inode, plane offset); 0 disables the cache")
@@ -597,63 +234,32 @@ impl ObjectImpl for EdgeFirstTensor {
                 ro_u32("letterbox-bottom", "Padding rows below the picture in the last negotiated geometry"),
                 ro_u32("letterbox-left", "Padding columns left of the picture in the last negotiated geometry"),
                 ro_u32("letterbox-right", "Padding columns right of the picture in the last negotiated geometry"),
-            ]
+            ]);
+            props
         });
         PROPS.as_ref()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        if pspec.name() == "import-cache-size" {
+            let n: u32 = value.get().unwrap_or(DEFAULT_CACHE);
+            *self.import_cache_size.lock().unwrap() = n;
+            self.state.lock().unwrap().cache.set_capacity(n as usize);
+            return;
+        }
         let mut s = self.settings.lock().unwrap();
-        match pspec.name() {
-            "model-width" => s.model_width = value.get().unwrap(),
-            "model-height" => s.model_height = value.get().unwrap(),
-            "model-colorspace" => s.colorspace = value.get().unwrap(),
-            "model-layout" => s.layout = value.get().unwrap(),
-            "model-dtype" => s.dtype = value.get().unwrap(),
-            "letterbox" => s.fit = if value.get().unwrap() { ModelFit::Letterbox } else { ModelFit::Stretch },
-            "fit" => s.fit = value.get().unwrap(),
-            "interpolation" => s.interpolation = value.get().unwrap(),
-            "model-quant-scale" => s.quant_scale = value.get().unwrap(),
-            "model-quant-zero-point" => s.quant_zero_point = value.get().unwrap(),
-            "n-threads" => s.n_threads = value.get().unwrap(),
-            "source-region" => {
-                let text: Option<String> = value.get().unwrap();
-                match parse_region(text.as_deref().unwrap_or("")) {
-                    Ok(r) => s.source_region = r,
-                    Err(e) => gst::error!(CAT, imp = self, "source-region refused: {e}"),
-                }
-            }
-            "fill-color" => s.fill_color = value.get().unwrap(),
-            name @ ("model-mean" | "model-std") => {
-                let text: Option<String> = value.get().unwrap();
-                let default = if name == "model-mean" { "0,0,0" } else { "1,1,1" };
-                match parse_rgb_triplet(text.as_deref().unwrap_or(default)) {
-                    Ok(v) if name == "model-std" && v.contains(&0.0) => {
-                        gst::error!(
-                            CAT,
-                            imp = self,
-                            "model-std {v:?} has a zero: refused, keeping {:?}",
-                            s.std
-                        )
-                    }
-                    Ok(v) if name == "model-mean" => s.mean = v,
-                    Ok(v) => s.std = v,
-                    Err(e) => {
-                        gst::error!(CAT, imp = self, "{name} `{}` refused: {e}", text.unwrap_or_default())
-                    }
-                }
-            }
-            "import-cache-size" => {
-                s.import_cache_size = value.get().unwrap();
-                self.state.lock().unwrap().cache.set_capacity(s.import_cache_size as usize);
-            }
-            other => unreachable!("no writable property {other}"),
+        if !s.set(pspec.name(), value) {
+            gst::warning!(CAT, imp = self, "no writable property {}", pspec.name());
+        }
+        if let Some(why) = s.refusal() {
+            gst::error!(CAT, imp = self, "{why}");
         }
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        let s = self.settings.lock().unwrap();
-        let triplet = |v: [f32; 3]| format!("{},{},{}", v[0], v[1], v[2]);
+        if let Some(v) = self.settings.lock().unwrap().get(pspec.name()) {
+            return v;
+        }
         let (stats, content) = {
             let st = self.state.lock().unwrap();
             let content = st.negotiated.as_ref().map(|n| match &n.converter {
@@ -664,34 +270,19 @@ impl ObjectImpl for EdgeFirstTensor {
         };
         let pad = |f: fn(&ContentRegion) -> usize| content.as_ref().map_or(0, |c| f(c) as u32);
         match pspec.name() {
-            "model-width" => s.model_width.to_value(),
-            "model-height" => s.model_height.to_value(),
-            "model-colorspace" => s.colorspace.to_value(),
-            "model-layout" => s.layout.to_value(),
-            "model-dtype" => s.dtype.to_value(),
-            "letterbox" => (s.fit == ModelFit::Letterbox).to_value(),
-            "fit" => s.fit.to_value(),
-            "interpolation" => s.interpolation.to_value(),
-            "model-quant-scale" => s.quant_scale.to_value(),
-            "model-quant-zero-point" => s.quant_zero_point.to_value(),
-            "n-threads" => s.n_threads.to_value(),
-            "source-region" => {
-                s.source_region.map(|r| format!("{},{},{},{}", r.x, r.y, r.width, r.height)).to_value()
-            }
-            "fill-color" => s.fill_color.to_value(),
-            "model-mean" => triplet(s.mean).to_value(),
-            "model-std" => triplet(s.std).to_value(),
-            "import-cache-size" => s.import_cache_size.to_value(),
+            "import-cache-size" => self.import_cache_size.lock().unwrap().to_value(),
             "import-hits" => stats.hits.to_value(),
             "import-misses" => stats.misses.to_value(),
             "import-evictions" => stats.evictions.to_value(),
-            // Passthrough is the only geometry this build negotiates: the picture fills the tensor.
             "letterbox-scale" => content.map_or(0.0, |c| c.scale).to_value(),
             "letterbox-top" => pad(ContentRegion::pad_top).to_value(),
             "letterbox-bottom" => pad(ContentRegion::pad_bottom).to_value(),
             "letterbox-left" => pad(ContentRegion::pad_left).to_value(),
             "letterbox-right" => pad(ContentRegion::pad_right).to_value(),
-            other => unreachable!("no property {other}"),
+            other => {
+                gst::warning!(CAT, imp = self, "no property {other}");
+                pspec.default_value().clone()
+            }
         }
     }
 }
@@ -745,7 +336,10 @@ impl BaseTransformImpl for EdgeFirstTensor {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        let size = self.settings.lock().unwrap().import_cache_size as usize;
+        if let Some(why) = self.settings.lock().unwrap().refusal() {
+            return Err(gst::error_msg!(gst::LibraryError::Settings, ("{}", why)));
+        }
+        let size = *self.import_cache_size.lock().unwrap() as usize;
         self.state.lock().unwrap().cache.set_capacity(size);
         Ok(())
     }
@@ -815,6 +409,7 @@ impl BaseTransformImpl for EdgeFirstTensor {
         let settings = self.settings.lock().unwrap().clone();
         let s = outcaps.structure(0).ok_or_else(|| self.refuse("empty output caps".into()))?;
         let (w, h) = (info.width(), info.height());
+        settings.check_region(w, h).map_err(|e| self.refuse(e))?;
         // The input's YUV matrix; BT.601 limited where the caps say nothing usable.
         let colorimetry = Colorimetry::from_gst_str(&info.colorimetry().to_string()).unwrap_or_default();
         let spec = settings.spec(colorimetry);
@@ -868,6 +463,10 @@ impl BaseTransformImpl for EdgeFirstTensor {
             });
             (Output::Tensor, Some(ours), dst)
         };
+        if let Some(d) = &dst {
+            // At most 16384 x 16384 x 4 channels x 8 bytes: no overflow on a 64-bit target.
+            pool_size(d.bytes()).map_err(|e| self.refuse(format!("{outcaps}: {e}")))?;
+        }
         let converter = match dst {
             Some(d) => Some(
                 Converter::new(format, w as usize, h as usize, d, &spec, threads)
@@ -922,12 +521,13 @@ impl BaseTransformImpl for EdgeFirstTensor {
             return Err(gst::loggable_error!(CAT, "allocation query without caps"));
         };
         let caps = caps.to_owned();
-        let size = output_size(&caps).ok_or_else(|| gst::loggable_error!(CAT, "no size for {caps}"))?;
+        let size = output_size(&caps).ok_or_else(|| self.refuse(format!("no buffer size for {caps}")))?;
+        let size = pool_size(size).map_err(|e| self.refuse(format!("{caps}: {e}")))?;
         // One buffer made ready, more on demand: a tensor returned before the next frame comes
         // back still in cache (measured: float32 1080p → 640 at 0.42 ms a frame with two made
         // ready, 0.37 with one).
         let min_buffers = 1;
-        let (pool, size) = crate::BufferPool::configured(&caps, size as u32, min_buffers, 0)
+        let (pool, size) = crate::BufferPool::configured(&caps, size, min_buffers, 0)
             .map_err(|e| gst::loggable_error!(CAT, "edgefirst pool refused {caps}: {e}"))?;
         while query.allocation_pools().len() > 0 {
             query.remove_nth_allocation_pool(0);
@@ -943,7 +543,7 @@ impl BaseTransformImpl for EdgeFirstTensor {
             gst::element_imp_error!(self, gst::CoreError::Negotiation, ["buffer before caps"]);
             return Err(gst::FlowError::NotNegotiated);
         };
-        let layout = self.checked_layout(buf, neg)?;
+        let (layout, buffer_id) = self.checked_frame(buf, neg, &mut st.cache, &mut st.fs_types)?;
         if neg.output == Output::Tensor {
             let dense = neg.format.min_row_stride(neg.info.width() as usize, 1);
             if layout.strides[0] as usize != dense {
@@ -959,8 +559,10 @@ impl BaseTransformImpl for EdgeFirstTensor {
                 return Err(gst::FlowError::Error);
             }
         }
-        let buffer_id = self.import_frame(&mut st.cache, buf, neg, &layout)?;
-        let info = Self::passthrough_info(neg, &layout, buffer_id);
+        let info = Self::passthrough_info(neg, &layout, buffer_id).map_err(|e| {
+            gst::element_imp_error!(self, gst::StreamError::Format, ["bad input frame: {}", e]);
+            gst::FlowError::Error
+        })?;
         TensorMeta::add(buf, &info);
         Ok(gst::FlowSuccess::Ok)
     }
@@ -980,9 +582,9 @@ impl BaseTransformImpl for EdgeFirstTensor {
             gst::element_imp_error!(self, gst::CoreError::Failed, ["converting without a converter"]);
             return Err(gst::FlowError::Error);
         };
-        let layout = self.checked_layout(inbuf, neg)?;
-        let buffer_id = self.import_frame(&mut st.cache, inbuf, neg, &layout)?;
-        // The frame is read in place (DMA-BUF or system memory) through its GstVideoMeta planes.
+        let (_, buffer_id) = self.checked_frame(inbuf, neg, &mut st.cache, &mut st.fs_types)?;
+        // The frame is read in place (DMA-BUF or system memory) through its GstVideoMeta planes;
+        // checked_frame proved every plane inside its memory and every memory inside its object.
         let frame =
             gst_video::VideoFrameRef::from_buffer_ref_readable(inbuf.as_ref(), &neg.info).map_err(|e| {
                 gst::element_imp_error!(
@@ -1033,35 +635,46 @@ impl BaseTransformImpl for EdgeFirstTensor {
     }
 }
 
-/// Bytes of one output buffer for `caps`: a dense tensor, or a frame in the pool's layout.
+/// Bytes of one output buffer for `caps`: a dense tensor, or a frame in the pool's layout. None
+/// when the caps say no size, or one past usize.
 fn output_size(caps: &gst::Caps) -> Option<usize> {
     let s = caps.structure(0)?;
     if s.name() == TENSORS_MEDIA_TYPE {
         let t = TensorCaps::from_structure(s).ok()?;
-        return Some(t.dims.iter().product::<usize>() * t.dtype.size());
+        return t.dims.iter().try_fold(t.dtype.size(), |acc, &d| acc.checked_mul(d));
     }
     let info = gst_video::VideoInfo::from_caps(caps).ok()?;
     crate::video::pool_layout(&info).ok().map(|l| l.size)
 }
 
-impl EdgeFirstTensor {
-    fn checked_layout(&self, buf: &gst::BufferRef, neg: &Negotiated) -> Result<BufferLayout, gst::FlowError> {
-        self.buffer_layout(buf, neg).map_err(|e| {
-            gst::element_imp_error!(self, gst::StreamError::Format, ["bad input frame: {}", e]);
-            gst::FlowError::Error
-        })
-    }
+/// A GStreamer buffer pool's config states a buffer's size as a guint.
+fn pool_size(size: usize) -> Result<u32, String> {
+    u32::try_from(size).map_err(|_| {
+        format!(
+            "one output buffer needs {size} bytes; a GStreamer buffer pool holds at most {} bytes a buffer",
+            u32::MAX
+        )
+    })
+}
 
-    fn import_frame(
+impl EdgeFirstTensor {
+    /// The frame's checked layout and, where its planes are fds, its import: every failure is an
+    /// element error naming what is wrong, before any byte of the frame is read.
+    fn checked_frame(
         &self,
-        cache: &mut ImportCache<ImportGeometry, TensorDyn>,
         buf: &gst::BufferRef,
         neg: &Negotiated,
-        layout: &BufferLayout,
-    ) -> Result<u64, gst::FlowError> {
-        Self::import(cache, buf, neg, layout).map(|id| id.unwrap_or(0)).map_err(|e| {
-            gst::element_imp_error!(self, gst::StreamError::Format, ["cannot import the frame: {}", e]);
+        cache: &mut frame::Cache,
+        types: &mut frame::FsTypes,
+    ) -> Result<(BufferLayout, u64), gst::FlowError> {
+        let fail = |e: String| {
+            gst::element_imp_error!(self, gst::StreamError::Format, ["bad input frame: {}", e]);
             gst::FlowError::Error
-        })
+        };
+        let layout = frame::buffer_layout(buf, &neg.info, neg.format).map_err(fail)?;
+        let ids = frame::check_fd_memories(buf, types).map_err(fail)?;
+        let id = frame::import(cache, buf, &neg.info, neg.format, &layout, &ids)
+            .map_err(|e| fail(format!("cannot import the frame: {e}")))?;
+        Ok((layout, id.unwrap_or(0)))
     }
 }

@@ -54,17 +54,66 @@ impl BufferPool {
 
     /// The smallest spare that holds `size` bytes, made to span exactly `size` again.
     fn best_fit(inner: &mut Inner, size: usize) -> Option<gst::Memory> {
-        let i = inner
-            .spares
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| m.maxsize() >= size)
-            .min_by_key(|(_, m)| m.maxsize())
-            .map(|(i, _)| i)?;
-        let mut m = inner.spares.swap_remove(i);
-        m.get_mut().expect("a spare is referenced by the pool alone").resize_maxsize(0..size);
-        Some(m)
+        loop {
+            let i = inner
+                .spares
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.maxsize() >= size)
+                .min_by_key(|(_, m)| m.maxsize())
+                .map(|(i, _)| i)?;
+            let mut m = inner.spares.swap_remove(i);
+            // Spares are kept only when unshared, so this holds; should it not, the memory is
+            // given up rather than written under its other holder.
+            if unshared(&m) {
+                if let Some(r) = m.get_mut() {
+                    r.resize_maxsize(0..size);
+                    return Some(m);
+                }
+            }
+            inner.stats.live_bytes -= m.maxsize() as u64;
+        }
     }
+
+    /// Why `min` buffers of `size` bytes cannot be made, if they cannot.
+    fn impossible(min: u32, size: usize, max_bytes: u64) -> Option<String> {
+        let need = (min as u64).checked_mul(size as u64);
+        if max_bytes != 0 && need.is_none_or(|n| n > max_bytes) {
+            return Some(format!(
+                "min-buffers {min} x {size} bytes = {} is beyond max-bytes {max_bytes}",
+                need.map_or("more than u64".into(), |n| n.to_string())
+            ));
+        }
+        // Each buffer holds one fd; a pool that cannot open them all would fail part-way.
+        let fds = fd_headroom();
+        if fds.is_some_and(|free| min as u64 > free) {
+            return Some(format!(
+                "min-buffers {min} needs {min} fds but the process may open only {} more (RLIMIT_NOFILE)",
+                fds.unwrap_or(0)
+            ));
+        }
+        None
+    }
+}
+
+/// Nothing but the pool holds this memory: no other buffer, no app's `gst_memory_ref`, no
+/// sub-memory (which holds its parent). A lock count alone would miss the plain reference.
+fn unshared(m: &gst::Memory) -> bool {
+    ref_count(m) == 1 && m.is_writable()
+}
+
+fn ref_count(m: &gst::Memory) -> i32 {
+    unsafe { (*(m.as_ptr() as *const gst::ffi::GstMiniObject)).refcount }
+}
+
+/// Fds this process may still open: the soft RLIMIT_NOFILE less those open now.
+fn fd_headroom() -> Option<u64> {
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 || r.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    let open = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count()) as u64;
+    Some((r.rlim_cur as u64).saturating_sub(open))
 }
 
 #[glib::object_subclass]
@@ -164,7 +213,21 @@ impl BufferPoolImpl for BufferPool {
             Some((_, params)) => (own_allocator(), params),
             None => (own_allocator(), gst::AllocationParams::default()),
         };
-        config.set_params(Some(&caps), layout.size as u32, min, max);
+        let Ok(size32) = u32::try_from(layout.size) else {
+            gst::error!(
+                CAT,
+                imp = self,
+                "{caps} needs {} bytes a buffer; a GStreamer pool holds at most {} bytes a buffer",
+                layout.size,
+                u32::MAX
+            );
+            return false;
+        };
+        if let Some(why) = Self::impossible(min, layout.size, self.inner.lock().unwrap().max_bytes) {
+            gst::error!(CAT, imp = self, "{caps}: {why}");
+            return false;
+        }
+        config.set_params(Some(&caps), size32, min, max);
         config.set_allocator(Some(&allocator), Some(&params));
         gst::debug!(
             CAT,
@@ -251,12 +314,43 @@ impl BufferPoolImpl for BufferPool {
     }
 
     fn free_buffer(&self, buffer: gst::Buffer) {
+        let memories: Vec<gst::Memory> = buffer.iter_memories_owned().collect();
+        drop(buffer);
         let mut inner = self.inner.lock().unwrap();
         inner.stats.live_buffers -= 1;
-        for m in buffer.iter_memories_owned() {
-            inner.spares.push(m);
+        for m in memories {
+            // GStreamer frees (rather than requeues) a buffer whose memory is still shared: a
+            // tee branch's copy, an app's reference. That memory is not ours to hand out again.
+            if unshared(&m) {
+                inner.spares.push(m);
+            } else {
+                inner.stats.live_bytes -= m.maxsize() as u64;
+            }
         }
-        drop(buffer);
+    }
+
+    fn release_buffer(&self, mut buffer: gst::Buffer) {
+        // GStreamer requeues a buffer whose memories are locked by it alone, but a plain
+        // gst_memory_ref (an app keeping a frame's memory) takes no lock: such a buffer is
+        // tagged, so the parent frees it instead and free_buffer drops the held memory.
+        if !buffer.iter_memories_owned().all(|m| ref_count(&m) == 2) {
+            if let Some(b) = buffer.get_mut() {
+                b.set_flags(gst::BufferFlags::TAG_MEMORY);
+            }
+        }
+        self.parent_release_buffer(buffer)
+    }
+
+    fn start(&self) -> bool {
+        if self.parent_start() {
+            return true;
+        }
+        // GStreamer 1.22 leaves the buffers a failed start made in its queue, where nothing
+        // frees them (their fds outlive the pool): stop frees the queue, then the spares go.
+        gst::error!(CAT, imp = self, "activation failed; freeing the buffers it made");
+        self.parent_stop();
+        self.inner.lock().unwrap().drop_spares(|_| false);
+        false
     }
 }
 

@@ -35,7 +35,15 @@ pub fn open_fds() -> usize {
 
 /// Play `pipeline` until EOS (within `seconds`) and stop it; a bus error comes back as its text.
 pub fn run_to_eos(pipeline: &gst::Element, seconds: u64) -> Result<(), String> {
-    pipeline.set_state(gst::State::Playing).map_err(|e| e.to_string())?;
+    if let Err(e) = pipeline.set_state(gst::State::Playing) {
+        // The element's own error message says why; the state change only says that it failed.
+        let msg = pipeline.bus().unwrap().pop_filtered(&[gst::MessageType::Error]);
+        pipeline.set_state(gst::State::Null).map_err(|e| e.to_string())?;
+        return Err(match msg.as_ref().map(|m| m.view()) {
+            Some(gst::MessageView::Error(err)) => format!("{} {:?}", err.error(), err.debug()),
+            _ => e.to_string(),
+        });
+    }
     let msg = pipeline.bus().unwrap().timed_pop_filtered(
         gst::ClockTime::from_seconds(seconds),
         &[gst::MessageType::Eos, gst::MessageType::Error],

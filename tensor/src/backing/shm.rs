@@ -38,6 +38,13 @@ fn shm_open_unlinked() -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// A memfd we hand out can never be shrunk under a mapping: any holder (a consumer process, a
+/// downstream element) that truncated it would SIGBUS every other reader. Growing stays allowed
+/// and harmless. The shm_open fallback cannot be sealed (EINVAL), and is left as it is.
+fn seal_size(fd: &OwnedFd) {
+    let _ = rustix::fs::fcntl_add_seals(fd, rustix::fs::SealFlags::SHRINK);
+}
+
 pub(crate) fn is_available() -> bool {
     create_fd().is_ok()
 }
@@ -51,6 +58,7 @@ impl ShmBacking {
         let fd = create_fd().map_err(unavailable)?;
         rustix::fs::ftruncate(&fd, size as u64)
             .map_err(|e| Error::io(format!("ftruncate of shared memory to {size} bytes"), e))?;
+        seal_size(&fd);
         Ok(ShmBacking { fd, size, imported: false })
     }
 
