@@ -1,6 +1,7 @@
 #!/bin/bash
-# Every test: lint, unit and pipeline tests on the host, the plugin from C, Python and a meson
-# install, the examples, the tensor crate on aarch64 (qemu-user), then the real-kernel lane.
+# Every test: lint, unit and pipeline tests on the host (a bounded fuzz run among them), the plugin
+# from C, Python and a meson install, the examples, the tests again under AddressSanitizer, the
+# tensor crate on aarch64 (qemu-user), then the real-kernel lane.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh --kernel-lane --aarch64
@@ -28,6 +29,7 @@ target/gtype_names
 gcc -Wall -Werror -Igst-plugin/include -o target/tensor_meta tests/c/tensor_meta.c $(pkg-config --cflags --libs gstreamer-1.0 gstreamer-app-1.0)
 target/tensor_meta
 /usr/bin/python3 tests/python/gtype_names.py
+/usr/bin/python3 tests/python/pool_kept_samples.py
 step "examples"
 cargo run -q -p gstedgefirst --example pool-roundtrip
 cargo run -q -p edgefirst-tensor --example tensor-info
@@ -41,6 +43,14 @@ GST_PLUGIN_PATH=$root/target/meson-install/lib/gstreamer-1.0 GST_REGISTRY=$root/
 grep -q "Filename.*meson-install/lib/gstreamer-1.0/libgstedgefirst.so" target/inspect-meson.txt
 echo "meson: $(grep Filename target/inspect-meson.txt | xargs)"
 unset GST_PLUGIN_PATH GST_REGISTRY
+
+step "AddressSanitizer over the tensor and plugin tests (nightly)"
+# -Zsanitizer needs the nightly toolchain this machine image carries; none can be fetched here.
+if cargo +nightly --version >/dev/null 2>&1; then
+  bash scripts/asan.sh
+else
+  echo "asan: SKIPPED, no nightly toolchain on this machine (rustup toolchain list)"
+fi
 
 step "tensor crate on aarch64: clippy, then its tests cross-built and run under qemu-user"
 # The baseline (non-AVX2) kernels are what aarch64 runs, auto-vectorized for NEON.

@@ -295,3 +295,27 @@ fn our_memfds_are_sealed_against_shrinking() {
     drop(b);
     pool.set_active(false).unwrap();
 }
+
+/// A real DMA-BUF (kernel lane: /dev/dma_heap) is sized by the kernel: a memory claiming more than
+/// the heap gave is refused, one that fits is served. Skipped where no DMA heap exists.
+#[test]
+fn a_real_dmabuf_is_sized_by_the_kernel() {
+    init();
+    let Ok(raw) = edgefirst_tensor::allocate_fd(
+        4096,
+        edgefirst_tensor::CpuAccess::ReadWrite,
+        Some(edgefirst_tensor::TensorMemory::DmaBuf),
+    ) else {
+        eprintln!("no DMA heap on this kernel: checked in the kernel lane");
+        return;
+    };
+    let fd = raw.fd;
+    let magic = edgefirst_tensor::import::fs_magic(std::os::fd::AsFd::as_fd(&fd)).unwrap();
+    assert_eq!(magic, edgefirst_tensor::import::DMA_BUF_MAGIC);
+    for props in MODES {
+        let mut h = harness(props, video_caps(VideoFormat::Gray8, 64, 72));
+        assert_eq!(h.push(fd_buffer(&fd, 64 * 72)), Err(gst::FlowError::Error), "{props:?}: 4608 > 4096");
+        let mut h = harness(props, video_caps(VideoFormat::Gray8, 64, 64));
+        h.push_and_pull(fd_buffer(&fd, 64 * 64)).unwrap();
+    }
+}
