@@ -341,17 +341,38 @@ impl Settings {
         let Some(&pspec_name) = NAMES.iter().find(|n| **n == name) else { return false };
         let text = || value.get::<Option<String>>().ok().flatten().unwrap_or_default();
         let outcome: Result<(), String> = match name {
-            "model-width" => Ok(self.model_width = value.get().unwrap_or(0)),
-            "model-height" => Ok(self.model_height = value.get().unwrap_or(0)),
-            "model-colorspace" => Ok(self.colorspace = value.get().unwrap_or_default()),
-            "model-layout" => Ok(self.layout = value.get().unwrap_or_default()),
-            "model-dtype" => Ok(self.dtype = value.get().unwrap_or_default()),
-            "letterbox" => {
-                Ok(self.fit =
-                    if value.get().unwrap_or(true) { ModelFit::Letterbox } else { ModelFit::Stretch })
+            "model-width" => {
+                self.model_width = value.get().unwrap_or(0);
+                Ok(())
             }
-            "fit" => Ok(self.fit = value.get().unwrap_or_default()),
-            "interpolation" => Ok(self.interpolation = value.get().unwrap_or_default()),
+            "model-height" => {
+                self.model_height = value.get().unwrap_or(0);
+                Ok(())
+            }
+            "model-colorspace" => {
+                self.colorspace = value.get().unwrap_or_default();
+                Ok(())
+            }
+            "model-layout" => {
+                self.layout = value.get().unwrap_or_default();
+                Ok(())
+            }
+            "model-dtype" => {
+                self.dtype = value.get().unwrap_or_default();
+                Ok(())
+            }
+            "letterbox" => {
+                self.fit = if value.get().unwrap_or(true) { ModelFit::Letterbox } else { ModelFit::Stretch };
+                Ok(())
+            }
+            "fit" => {
+                self.fit = value.get().unwrap_or_default();
+                Ok(())
+            }
+            "interpolation" => {
+                self.interpolation = value.get().unwrap_or_default();
+                Ok(())
+            }
             "model-quant-scale" => {
                 let s: f64 = value.get().unwrap_or(0.0);
                 if s != 0.0 && !((s as f32).is_finite() && s as f32 > 0.0 && (1.0 / (s as f32)).is_finite()) {
@@ -361,16 +382,28 @@ impl Settings {
                         1.0 / (s as f32)
                     ))
                 } else {
-                    Ok(self.quant_scale = s)
+                    self.quant_scale = s;
+                    Ok(())
                 }
             }
-            "model-quant-zero-point" => Ok(self.quant_zero_point = value.get().unwrap_or(0)),
-            "n-threads" => Ok(self.n_threads = value.get().unwrap_or(1)),
-            "fill-color" => Ok(self.fill_color = value.get().unwrap_or(DEFAULT_FILL)),
+            "model-quant-zero-point" => {
+                self.quant_zero_point = value.get().unwrap_or(0);
+                Ok(())
+            }
+            "n-threads" => {
+                self.n_threads = value.get().unwrap_or(1);
+                Ok(())
+            }
+            "fill-color" => {
+                self.fill_color = value.get().unwrap_or(DEFAULT_FILL);
+                Ok(())
+            }
             "source-region" => {
                 let t = text();
                 parse_region(&t)
-                    .map(|r| self.source_region = r)
+                    .map(|r| {
+                        self.source_region = r;
+                    })
                     .map_err(|e| format!("`{t}` refused ({e}); accepted: {REGION_FORM}"))
             }
             "model-mean" | "model-std" => {
@@ -378,8 +411,14 @@ impl Settings {
                 let t = t.unwrap_or_else(|| if name == "model-mean" { "0,0,0" } else { "1,1,1" }.into());
                 let example = if name == "model-mean" { "0.485,0.456,0.406" } else { "0.229,0.224,0.225" };
                 match parse_triplet(name, &t) {
-                    Ok(v) if name == "model-mean" => Ok(self.mean = v),
-                    Ok(v) => Ok(self.std = v),
+                    Ok(v) if name == "model-mean" => {
+                        self.mean = v;
+                        Ok(())
+                    }
+                    Ok(v) => {
+                        self.std = v;
+                        Ok(())
+                    }
                     Err(e) => {
                         Err(format!("`{t}` refused ({e}); accepted: {TRIPLET_FORM}, e.g. \"{example}\""))
                     }

@@ -262,3 +262,53 @@ fn oversized_shapes_are_errors() {
     let e = TensorDyn::new(&[usize::MAX, 2], DType::U8, Some(TensorMemory::Mem), None).unwrap_err();
     assert!(matches!(e, Error::InvalidShape { .. }), "{e}");
 }
+
+fn minor_faults() -> i64 {
+    let mut u = unsafe { std::mem::zeroed::<libc::rusage>() };
+    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) }, 0);
+    u.ru_minflt
+}
+
+#[test]
+fn fd_tensors_keep_one_mapping_for_their_life() {
+    // 1 MiB of shared memory, read whole 50 times after a first pass: the same address every
+    // time and not one page fault (a map per access faulted every page every time).
+    let t = Tensor::<u8>::new(&[1 << 20], Some(TensorMemory::Shm), None).unwrap();
+    t.map().unwrap().fill(7);
+    let first = t.map_read().unwrap().as_ptr();
+    let before = minor_faults();
+    let mut sum = 0u64;
+    for _ in 0..50 {
+        let m = t.map_read().unwrap();
+        assert_eq!(m.as_ptr(), first, "one mapping, borrowed by every map");
+        sum += m.iter().step_by(4096).map(|&b| b as u64).sum::<u64>();
+    }
+    assert_eq!(minor_faults() - before, 0, "no page fault once the mapping is populated");
+    assert_eq!(sum, 50 * 256 * 7);
+    // A view maps a window of the same mapping.
+    let ro = Tensor::<u8>::with_cpu_access(&[4096], CpuAccess::Read, Some(TensorMemory::Shm), None).unwrap();
+    assert!(ro.map_write().is_err(), "the declaration is still enforced");
+}
+
+#[test]
+fn an_imported_memfd_truncated_after_its_import_is_refused_not_read() {
+    let fd = rustix::fs::memfd_create("frame", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+    rustix::fs::ftruncate(&fd, 8192).unwrap();
+    let t = TensorDyn::from_fd(fd.as_fd(), &[8192], DType::U8, None).unwrap();
+    assert_eq!(t.map_with::<u8>(CpuAccess::Read).unwrap().len(), 8192);
+    rustix::fs::ftruncate(&fd, 100).unwrap();
+    let Err(e) = t.map_with::<u8>(CpuAccess::Read) else { panic!("a truncated import was mapped") };
+    assert!(matches!(e, Error::BufferTooSmall { needed: 8192, available: 100, .. }), "{e}");
+}
+
+#[test]
+fn a_read_only_import_maps_for_reading() {
+    let fd = rustix::fs::memfd_create("frame", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+    rustix::fs::ftruncate(&fd, 4096).unwrap();
+    rustix::io::write(&fd, &[9u8; 16]).unwrap();
+    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let ro = std::fs::File::open(path).unwrap(); // O_RDONLY
+    let t = TensorDyn::from_fd(ro.as_fd(), &[4096], DType::U8, None).unwrap();
+    assert_eq!(t.map_with::<u8>(CpuAccess::Read).unwrap()[..16], [9u8; 16]);
+    assert!(t.map_with::<u8>(CpuAccess::Write).is_err(), "a read-only fd cannot be mapped for writing");
+}

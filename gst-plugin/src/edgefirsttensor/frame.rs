@@ -11,7 +11,10 @@
 
 use crate::import_cache::{ImportCache, ImportKey};
 use edgefirst_tensor::import::{file_identity, FileIdentity, DMA_BUF_MAGIC, TMPFS_MAGIC};
-use edgefirst_tensor::{CpuAccess, PixelFormat, PixelLayout, PlaneDescriptor, TensorDyn};
+use edgefirst_tensor::{
+    CpuAccess, PixelFormat, PixelLayout, PlaneDescriptor, PlaneGeometry, TensorDyn, TensorMap,
+};
+use gst_video::prelude::*;
 use gst_video::VideoFormat;
 use std::collections::HashMap;
 use std::os::fd::BorrowedFd;
@@ -166,9 +169,10 @@ pub(super) struct ImportGeometry {
 
 pub(super) type Cache = ImportCache<ImportGeometry, TensorDyn>;
 
-/// Import the frame's planes as a tensor without copying, through the cache; its buffer id, or
-/// `None` when a plane has no fd or the planes are not a layout the tensor crate imports (the
-/// frame is then read in place through GStreamer's map, which the checks above made safe).
+/// Import the frame's planes as a tensor without copying, through the cache, or `None` when a
+/// plane has no fd, the planes are not a layout the tensor crate imports, or the object ends
+/// inside the last plane's padding (the frame is then read in place through GStreamer's map,
+/// which the checks above made safe).
 pub(super) fn import(
     cache: &mut Cache,
     buf: &gst::BufferRef,
@@ -176,7 +180,7 @@ pub(super) fn import(
     pf: PixelFormat,
     layout: &BufferLayout,
     ids: &[Option<FileIdentity>],
-) -> Result<Option<u64>, String> {
+) -> Result<Option<TensorDyn>, String> {
     struct PlaneFd {
         fd: i32,
         offset: usize,
@@ -213,6 +217,18 @@ pub(super) fn import(
     if !standard && pf.layout() != PixelLayout::SemiPlanar {
         return Ok(None);
     }
+    // The tensor spans whole strides down to its last row; a producer may end its object on the
+    // last row's pixels instead.
+    let fits = |p: &PlaneFd, bytes: usize| p.offset.checked_add(bytes).is_some_and(|e| e as u64 <= p.size);
+    let whole = if standard {
+        fits(&planes[0], pf.image_bytes(w, h, s0))
+    } else {
+        let smp = pf.plane_sampling(1, 1);
+        fits(&planes[0], s0 * h) && fits(&planes[1], layout.strides[1] as usize * smp.rows(h))
+    };
+    if !whole {
+        return Ok(None);
+    }
     let geometry = ImportGeometry {
         format: info.format(),
         width: info.width(),
@@ -233,6 +249,58 @@ pub(super) fn import(
         TensorDyn::import_image(descs, w, h, pf, CpuAccess::Read).map_err(|e| e.to_string())
     };
     let key = planes[0].key;
-    let t = cache.get_or_try_insert(key, geometry, make)?;
-    Ok(Some(t.buffer_identity().id()))
+    Ok(Some(cache.get_or_try_insert(key, geometry, make)?.clone()))
+}
+
+/// The frame's planes as the converter reads them: through the imported tensor's kept mapping
+/// (no mmap, munmap or page fault per frame), or through GStreamer's map of the buffer.
+pub(super) enum Planes<'a> {
+    /// The image's map and plane table; a second plane's own map and stride for two-fd frames.
+    Kept(TensorMap<'a, u8>, Option<(TensorMap<'a, u8>, usize)>, Vec<PlaneGeometry>),
+    Mapped(Box<gst_video::VideoFrameRef<&'a gst::BufferRef>>),
+}
+
+impl<'a> Planes<'a> {
+    pub fn of(
+        tensor: Option<&'a TensorDyn>,
+        buf: &'a gst::BufferRef,
+        info: &gst_video::VideoInfo,
+    ) -> Result<Self, String> {
+        if let Some(t) = tensor {
+            let map = t.map_with::<u8>(CpuAccess::Read).map_err(|e| e.to_string())?;
+            let chroma = match t.chroma() {
+                Some(c) => Some((
+                    c.map_with::<u8>(CpuAccess::Read).map_err(|e| e.to_string())?,
+                    c.effective_row_stride(),
+                )),
+                None => None,
+            };
+            return Ok(Planes::Kept(map, chroma, t.plane_table()));
+        }
+        gst_video::VideoFrameRef::from_buffer_ref_readable(buf, info)
+            .map(|f| Planes::Mapped(Box::new(f)))
+            .map_err(|e| format!("cannot map the input frame: {e}"))
+    }
+
+    /// (bytes from the plane's first row, row stride) per plane.
+    pub fn get(&self, n: usize) -> Result<[(&[u8], usize); 3], String> {
+        let mut out: [(&[u8], usize); 3] = [(&[], 0); 3];
+        match self {
+            Planes::Kept(map, chroma, table) => {
+                for (i, p) in table.iter().enumerate().take(n) {
+                    out[i] = (&map[p.offset..p.offset + p.size], p.stride as usize);
+                }
+                if let Some((c, stride)) = chroma {
+                    out[1] = (c, *stride);
+                }
+            }
+            Planes::Mapped(frame) => {
+                for (i, plane) in out.iter_mut().enumerate().take(n) {
+                    let data = frame.plane_data(i as u32).map_err(|e| format!("input plane {i}: {e}"))?;
+                    *plane = (data, frame.plane_stride()[i] as usize);
+                }
+            }
+        }
+        Ok(out)
+    }
 }

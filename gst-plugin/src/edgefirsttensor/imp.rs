@@ -7,13 +7,12 @@ use crate::model::{self, Settings};
 use crate::video::pixel_format;
 use edgefirst_tensor::convert::{Converter, DstLayout, SrcImage};
 use edgefirst_tensor::preprocess::{Colorimetry, ContentRegion};
-use edgefirst_tensor::{byte_strides, DType, PixelFormat, PixelLayout, StrideSpec};
+use edgefirst_tensor::{byte_strides, DType, PixelFormat, PixelLayout, StrideSpec, TensorDyn};
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
-use gst_video::prelude::*;
 use std::sync::{LazyLock, Mutex};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -543,7 +542,8 @@ impl BaseTransformImpl for EdgeFirstTensor {
             gst::element_imp_error!(self, gst::CoreError::Negotiation, ["buffer before caps"]);
             return Err(gst::FlowError::NotNegotiated);
         };
-        let (layout, buffer_id) = self.checked_frame(buf, neg, &mut st.cache, &mut st.fs_types)?;
+        let (layout, imported) = self.checked_frame(buf, neg, &mut st.cache, &mut st.fs_types)?;
+        let buffer_id = imported.map_or(0, |t| t.buffer_identity().id());
         if neg.output == Output::Tensor {
             let dense = neg.format.min_row_stride(neg.info.width() as usize, 1);
             if layout.strides[0] as usize != dense {
@@ -582,26 +582,17 @@ impl BaseTransformImpl for EdgeFirstTensor {
             gst::element_imp_error!(self, gst::CoreError::Failed, ["converting without a converter"]);
             return Err(gst::FlowError::Error);
         };
-        let (_, buffer_id) = self.checked_frame(inbuf, neg, &mut st.cache, &mut st.fs_types)?;
-        // The frame is read in place (DMA-BUF or system memory) through its GstVideoMeta planes;
+        let (_, imported) = self.checked_frame(inbuf, neg, &mut st.cache, &mut st.fs_types)?;
+        let buffer_id = imported.as_ref().map_or(0, |t| t.buffer_identity().id());
         // checked_frame proved every plane inside its memory and every memory inside its object.
-        let frame =
-            gst_video::VideoFrameRef::from_buffer_ref_readable(inbuf.as_ref(), &neg.info).map_err(|e| {
-                gst::element_imp_error!(
-                    self,
-                    gst::StreamError::Format,
-                    ["cannot map the input frame: {}", e]
-                );
-                gst::FlowError::Error
-            })?;
-        let mut planes: [(&[u8], usize); 3] = [(&[], 0); 3];
-        for (p, plane) in planes.iter_mut().enumerate().take(neg.format.num_planes()) {
-            let data = frame.plane_data(p as u32).map_err(|e| {
-                gst::element_imp_error!(self, gst::StreamError::Format, ["input plane {}: {}", p, e]);
-                gst::FlowError::Error
-            })?;
-            *plane = (data, frame.plane_stride()[p] as usize);
-        }
+        let input = frame::Planes::of(imported.as_ref(), inbuf.as_ref(), &neg.info).map_err(|e| {
+            gst::element_imp_error!(self, gst::StreamError::Format, ["{}", e]);
+            gst::FlowError::Error
+        })?;
+        let planes = input.get(neg.format.num_planes()).map_err(|e| {
+            gst::element_imp_error!(self, gst::StreamError::Format, ["{}", e]);
+            gst::FlowError::Error
+        })?;
         let src = SrcImage {
             format: neg.format,
             width: neg.info.width() as usize,
@@ -628,7 +619,7 @@ impl BaseTransformImpl for EdgeFirstTensor {
                 gst::FlowError::Error
             })?;
         }
-        drop(frame);
+        drop(input);
         let info = Self::converted_info(neg, conv, buffer_id, neg.quantization);
         TensorMeta::add(outbuf, &info);
         Ok(gst::FlowSuccess::Ok)
@@ -666,15 +657,15 @@ impl EdgeFirstTensor {
         neg: &Negotiated,
         cache: &mut frame::Cache,
         types: &mut frame::FsTypes,
-    ) -> Result<(BufferLayout, u64), gst::FlowError> {
+    ) -> Result<(BufferLayout, Option<TensorDyn>), gst::FlowError> {
         let fail = |e: String| {
             gst::element_imp_error!(self, gst::StreamError::Format, ["bad input frame: {}", e]);
             gst::FlowError::Error
         };
         let layout = frame::buffer_layout(buf, &neg.info, neg.format).map_err(fail)?;
         let ids = frame::check_fd_memories(buf, types).map_err(fail)?;
-        let id = frame::import(cache, buf, &neg.info, neg.format, &layout, &ids)
+        let imported = frame::import(cache, buf, &neg.info, neg.format, &layout, &ids)
             .map_err(|e| fail(format!("cannot import the frame: {e}")))?;
-        Ok((layout, id.unwrap_or(0)))
+        Ok((layout, imported))
     }
 }

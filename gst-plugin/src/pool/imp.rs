@@ -113,7 +113,7 @@ fn fd_headroom() -> Option<u64> {
         return None;
     }
     let open = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count()) as u64;
-    Some((r.rlim_cur as u64).saturating_sub(open))
+    Some(r.rlim_cur.saturating_sub(open))
 }
 
 #[glib::object_subclass]

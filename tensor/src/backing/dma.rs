@@ -1,7 +1,7 @@
 //! DMA-BUF from the kernel's DMA heaps, mapped with DMA_BUF_IOCTL_SYNC brackets so the CPU sees
 //! what devices wrote and devices see what the CPU wrote.
 
-use super::{Backing, Contiguity, RawMap};
+use super::{Backing, Contiguity, Persistent, RawMap};
 use crate::{CpuAccess, Error, Result, TensorMemory};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
@@ -67,6 +67,7 @@ pub(crate) struct DmaBacking {
     size: usize,
     /// The heap that served it; None for an import.
     heap: Option<&'static str>,
+    kept: Persistent,
 }
 
 impl DmaBacking {
@@ -75,7 +76,7 @@ impl DmaBacking {
         let mut failures = Vec::new();
         for &heap in order {
             match allocate_from(heap, size) {
-                Ok(fd) => return Ok(DmaBacking { fd, size, heap: Some(heap) }),
+                Ok(fd) => return Ok(DmaBacking { fd, size, heap: Some(heap), kept: Persistent::default() }),
                 Err(e) => failures.push((heap, e)),
             }
         }
@@ -101,7 +102,7 @@ impl DmaBacking {
     }
 
     pub(crate) fn import(fd: OwnedFd, size: usize) -> DmaBacking {
-        DmaBacking { fd, size, heap: None }
+        DmaBacking { fd, size, heap: None, kept: Persistent::default() }
     }
 }
 
@@ -138,7 +139,10 @@ impl Backing for DmaBacking {
         }
     }
     fn map(&self, offset: usize, len: usize, access: CpuAccess) -> Result<RawMap> {
-        let map = RawMap::mmap(self.fd.as_fd(), offset, len, access)?;
+        let map = match self.kept.window(self.fd.as_fd(), self.size, offset, len, access)? {
+            Some(m) => m,
+            None => RawMap::mmap(self.fd.as_fd(), offset, len, access)?,
+        };
         let dir = sync_direction(access);
         sync(self.fd.as_fd(), SYNC_START | dir).map_err(|e| Error::io("DMA_BUF_IOCTL_SYNC start", e))?;
         Ok(map.with_sync_end(self.fd.as_fd(), SYNC_END | dir))

@@ -1,7 +1,7 @@
 //! Shared memory: a memfd (or, where memfd is missing, an unlinked POSIX shm object), mapped per
 //! map. Exists to hand a buffer to another process when no DMA heap can be had.
 
-use super::{Backing, Contiguity, RawMap};
+use super::{Backing, Contiguity, Persistent, RawMap};
 use crate::{CpuAccess, Error, Result, TensorMemory};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
@@ -10,6 +10,7 @@ pub(crate) struct ShmBacking {
     fd: OwnedFd,
     size: usize,
     imported: bool,
+    kept: Persistent,
 }
 
 fn create_fd() -> std::io::Result<OwnedFd> {
@@ -59,7 +60,7 @@ impl ShmBacking {
         rustix::fs::ftruncate(&fd, size as u64)
             .map_err(|e| Error::io(format!("ftruncate of shared memory to {size} bytes"), e))?;
         seal_size(&fd);
-        Ok(ShmBacking { fd, size, imported: false })
+        Ok(ShmBacking { fd, size, imported: false, kept: Persistent::default() })
     }
 
     pub(crate) fn into_fd(self) -> OwnedFd {
@@ -68,7 +69,7 @@ impl ShmBacking {
 
     /// Takes ownership of an already dup'd fd whose size was read from the kernel.
     pub(crate) fn import(fd: OwnedFd, size: usize) -> ShmBacking {
-        ShmBacking { fd, size, imported: true }
+        ShmBacking { fd, size, imported: true, kept: Persistent::default() }
     }
 }
 
@@ -97,6 +98,22 @@ impl Backing for ShmBacking {
         }
     }
     fn map(&self, offset: usize, len: usize, access: CpuAccess) -> Result<RawMap> {
-        RawMap::mmap(self.fd.as_fd(), offset, len, access)
+        if self.imported {
+            // A foreign memfd may have been truncated since its import; a read past its end
+            // would be SIGBUS, so the kernel's size is asked again (one fstat).
+            let now = super::fd_size(self.fd.as_fd())?;
+            let needed = offset.saturating_add(len);
+            if needed > now {
+                return Err(Error::BufferTooSmall {
+                    what: "the shared-memory object (truncated since its import)".into(),
+                    needed,
+                    available: now,
+                });
+            }
+        }
+        match self.kept.window(self.fd.as_fd(), self.size, offset, len, access)? {
+            Some(m) => Ok(m),
+            None => RawMap::mmap(self.fd.as_fd(), offset, len, access),
+        }
     }
 }

@@ -1,0 +1,85 @@
+//! The camera path as v4l2src and libcamerasrc hand it over: fd-backed frames wrapped once as
+//! DMA-BUF memories without KEEP_MAPPED, rotating. The element reads them through the import
+//! cache's kept mapping: steady state makes no mmap, munmap or page fault per frame, and the bytes
+//! equal what the same frames give from system memory. Its own binary: page faults are counted
+//! process-wide.
+
+mod common;
+
+use common::*;
+use gst_allocators::prelude::*;
+use gst_video::VideoFormat;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+fn minor_faults() -> i64 {
+    let mut u = unsafe { std::mem::zeroed::<libc::rusage>() };
+    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) }, 0);
+    u.ru_minflt
+}
+
+fn memfd_with(bytes: &[u8]) -> OwnedFd {
+    let fd = unsafe { OwnedFd::from_raw_fd(libc::memfd_create(c"camera".as_ptr(), libc::MFD_CLOEXEC)) };
+    assert_eq!(
+        unsafe { libc::write(fd.as_raw_fd(), bytes.as_ptr().cast(), bytes.len()) },
+        bytes.len() as isize
+    );
+    fd
+}
+
+#[test]
+fn rotating_fd_frames_are_read_through_the_kept_mapping_without_faults() {
+    init();
+    let (w, rows) = (640usize, 480usize);
+    let size = w * rows * 3 / 2;
+    let frames: Vec<Vec<u8>> = (0..8u32)
+        .map(|k| {
+            (0..size)
+                .map(|i| ((i as u32).wrapping_mul(2654435761).wrapping_add(k * 977) >> 24) as u8)
+                .collect()
+        })
+        .collect();
+    let fds: Vec<OwnedFd> = frames.iter().map(|f| memfd_with(f)).collect();
+    // Wrapped once, as a camera driver's buffers are; no KEEP_MAPPED.
+    let alloc = gst_allocators::DmaBufAllocator::new();
+    let bufs: Vec<gst::Buffer> = fds
+        .iter()
+        .map(|fd| {
+            let mem = unsafe { alloc.alloc_dmabuf(fd.try_clone().unwrap(), size) }.unwrap();
+            let mut b = gst::Buffer::new();
+            b.get_mut().unwrap().append_memory(mem);
+            b
+        })
+        .collect();
+    let mut h_fd = gst_check::Harness::new("edgefirsttensor");
+    let mut h_sys = gst_check::Harness::new("edgefirsttensor");
+    for h in [&mut h_fd, &mut h_sys] {
+        let el = h.element().unwrap();
+        el.set_property_from_str("model-width", "320");
+        el.set_property_from_str("model-height", "320");
+        h.play();
+        h.set_src_caps(video_caps(VideoFormat::Nv12, w as u32, rows as u32));
+    }
+    // The same bytes from system memory, read through GStreamer's map: the reference.
+    for (k, f) in frames.iter().enumerate() {
+        let got = h_fd.push_and_pull(bufs[k].clone()).unwrap();
+        let want = h_sys.push_and_pull(gst::Buffer::from_slice(f.clone())).unwrap();
+        assert_eq!(*got.map_readable().unwrap(), *want.map_readable().unwrap(), "frame {k}");
+    }
+    for _ in 0..2 {
+        for b in &bufs {
+            drop(h_fd.push_and_pull(b.clone()).unwrap());
+        }
+    }
+    let rounds = 4;
+    let before = minor_faults();
+    for _ in 0..rounds {
+        for b in &bufs {
+            drop(h_fd.push_and_pull(b.clone()).unwrap());
+        }
+    }
+    let faults = minor_faults() - before;
+    println!("{} frames after warm-up: {faults} minor faults", rounds * bufs.len());
+    assert_eq!(faults, 0, "no page fault per frame once every frame's mapping is populated");
+    let el = h_fd.element().unwrap();
+    assert_eq!(el.property::<u64>("import-misses"), 8, "each camera buffer imported once");
+}
