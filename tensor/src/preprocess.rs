@@ -91,11 +91,13 @@ impl Quantization {
         }
     }
 
-    /// Rounds half away from zero (as TFLite's reference kernels do), then
-    /// saturates to `qmin..=qmax`. NaN lands on the zero point.
+    /// Rounds to nearest with ties to even, the rule of the conversion
+    /// engine at every SIMD level, then saturates to `qmin..=qmax`. NaN
+    /// lands on the zero point. (TFLite's reference kernels round ties away
+    /// from zero: an exact half step can land one step from theirs.)
     pub fn quantize(&self, channel: usize, real: f32, qmin: i32, qmax: i32) -> i32 {
         // `as` saturates huge quotients; i64 keeps the add from wrapping.
-        let steps = (real / self.scale(channel)).round() as i64;
+        let steps = (real / self.scale(channel)).round_ties_even() as i64;
         let q = steps.saturating_add(i64::from(self.zero_point(channel)));
         q.clamp(i64::from(qmin), i64::from(qmax)) as i32
     }
@@ -435,12 +437,16 @@ impl ContentRegion {
     }
 }
 
-/// `round(a * b / c)` in integers: a float product can land a hair below an
-/// exact .5 and round the other way, and the element and the decoder must
-/// agree on every pixel.
+/// `round(a * b / c)` in integers, halves up: a float product can land a
+/// hair below an exact .5 and round the other way, and the element and the
+/// decoder must agree on every pixel. The product of two usizes fits u128
+/// (twice it need not), and the remainder is compared with what is left of
+/// `c`, so nothing overflows; a quotient past usize saturates, though the
+/// callers' never exceed one of their sizes.
 fn mul_div_round(a: usize, b: usize, c: usize) -> usize {
-    let (a, b, c) = (a as u128, b as u128, c as u128);
-    ((2 * a * b + c) / (2 * c)) as usize
+    let (p, c) = (a as u128 * b as u128, c as u128);
+    let (q, r) = (p / c, p % c);
+    usize::try_from(q + u128::from(r >= c - r)).unwrap_or(usize::MAX)
 }
 
 /// Where a `src_w x src_h` image lands inside `dst_w x dst_h` under `fit`.
@@ -627,6 +633,39 @@ mod tests {
         }
     }
 
+    /// Sizes up to usize::MAX neither overflow nor break the invariants.
+    #[test]
+    fn extreme_sizes_do_not_overflow() {
+        let m = usize::MAX;
+        let sizes = [1, 2, 3, 641, m / 3, m / 2, m / 2 + 1, m - 1, m];
+        for &sw in &sizes {
+            for &sh in &sizes {
+                for (dw, dh) in [(640, 640), (m, 1), (1, m), (m, m - 1), (m / 2, 3)] {
+                    for (fit, placement) in [(LB, C), (LB, TL), (ST, C), (CC, C)] {
+                        let r = letterbox_rect(sw, sh, dw, dh, fit, placement).unwrap();
+                        let (d, s) = (r.rect, r.source);
+                        let what = format!("{sw}x{sh} -> {dw}x{dh} {fit:?}: {d:?} from {s:?}");
+                        assert!(d.width >= 1 && d.height >= 1 && s.width >= 1 && s.height >= 1, "{what}");
+                        assert!(d.x.checked_add(d.width).is_some_and(|e| e <= dw), "{what}");
+                        assert!(d.y.checked_add(d.height).is_some_and(|e| e <= dh), "{what}");
+                        assert!(s.x.checked_add(s.width).is_some_and(|e| e <= sw), "{what}");
+                        assert!(s.y.checked_add(s.height).is_some_and(|e| e <= sh), "{what}");
+                    }
+                }
+            }
+        }
+        // The integer rounding: halves up, exact at the ends of the range.
+        assert_eq!(mul_div_round(5, 1, 2), 3);
+        assert_eq!(mul_div_round(7, 1, 2), 4);
+        assert_eq!(mul_div_round(568, 320, 1000), 182);
+        assert_eq!(mul_div_round(m, m, m), m);
+        assert_eq!(mul_div_round(m, m - 1, m), m - 1);
+        assert_eq!(mul_div_round(m, 1, 2), m / 2 + 1);
+        for (a, b, c) in [(3, 7, 5), (1000, 568, 320), (479, 320, 641), (12, 1, 24), (11, 1, 24)] {
+            assert_eq!(mul_div_round(a, b, c), (2 * a * b + c) / (2 * c), "{a} * {b} / {c}");
+        }
+    }
+
     #[test]
     fn stretch_and_center_crop() {
         let s = geom((1920, 1080), 640, ST);
@@ -714,9 +753,14 @@ mod tests {
             assert_eq!(q.quantize(7, q.dequantize(7, v), -128, 127), v);
         }
         let u = Quantization::per_tensor(0.5, 10);
-        // +-2.5 steps round away from zero.
-        assert_eq!(u.quantize(0, 1.25, 0, 255), 13);
-        assert_eq!(u.quantize(0, -1.25, 0, 255), 7);
+        // Ties go to the even step: +-2.5 to +-2, +-1.5 to +-2, +-0.5 to 0.
+        assert_eq!(u.quantize(0, 1.25, 0, 255), 12);
+        assert_eq!(u.quantize(0, -1.25, 0, 255), 8);
+        assert_eq!(u.quantize(0, 0.75, 0, 255), 12);
+        assert_eq!(u.quantize(0, -0.75, 0, 255), 8);
+        assert_eq!(u.quantize(0, 0.25, 0, 255), 10);
+        assert_eq!(u.quantize(0, -0.25, 0, 255), 10);
+        assert_eq!(u.quantize(0, 1.75, 0, 255), 14);
         assert_eq!(u.dequantize(0, 14), 2.0);
         let tiny = Quantization::per_tensor(1e-30, i32::MAX);
         assert_eq!(tiny.quantize(0, 1.0, i32::MIN, i32::MAX), i32::MAX);
@@ -725,7 +769,8 @@ mod tests {
         let pc = Quantization::per_channel(3, vec![0.1, 0.2, 0.4], vec![0, 5, -5]).unwrap();
         assert_eq!((pc.scale(1), pc.zero_point(2)), (0.2, -5));
         assert_eq!(pc.quantize(1, 1.0, -128, 127), 10);
-        assert_eq!(pc.quantize(2, 1.0, -128, 127), -2);
+        // 1.0 / 0.4 is 2.5 in f32: the even step, 2.
+        assert_eq!(pc.quantize(2, 1.0, -128, 127), -3);
         for c in 0..3 {
             for v in -100..=100 {
                 assert_eq!(pc.quantize(c, pc.dequantize(c, v), -128, 127), v);

@@ -39,6 +39,26 @@ impl Frame {
         Frame { format, w, h, bytes, planes: table.iter().map(|p| (p.offset, p.stride as usize)).collect() }
     }
 
+    /// Every component of every pixel set: `luma` (Y, or R, G and B) and `chroma` (U and V),
+    /// alpha opaque.
+    fn flat(format: PixelFormat, w: usize, h: usize, luma: u8, chroma: u8) -> Frame {
+        let mut frame = Frame::random(format, w, h, 0);
+        for (k, &(plane, off, step, hd, vd)) in comps(format).iter().enumerate() {
+            let v = match k {
+                1 | 2 if format.is_yuv() => chroma,
+                3 => 255,
+                _ => luma,
+            };
+            let (start, stride) = frame.planes[plane];
+            for r in 0..h.div_ceil(vd) {
+                for c in 0..w.div_ceil(hd) {
+                    frame.bytes[start + r * stride + off + step * c] = v;
+                }
+            }
+        }
+        frame
+    }
+
     fn image(&self) -> SrcImage<'_> {
         let mut planes: [(&[u8], usize); 3] = [(&[], 0); 3];
         for (i, &(off, stride)) in self.planes.iter().enumerate() {
@@ -105,7 +125,8 @@ fn taps(
     }
     let s = (pos / div as f64 - 0.5).clamp(lo as f64, hi as f64);
     let s0 = s.floor() as usize;
-    (s0, (s0 + 1).min(hi), s - s0 as f64)
+    // The engine's weights are whole 256ths.
+    (s0, (s0 + 1).min(hi), ((s - s0 as f64) * 256.0).round_ties_even() / 256.0)
 }
 
 /// The value the reference says channel `ch` of destination pixel (x, y) has, before storing.
@@ -240,7 +261,8 @@ fn compare(frame: &Frame, dst: &DstLayout, spec: &ConvertSpec, out: &[u8]) {
                     d if d.is_float() => 1e-3,
                     _ => 1.0,
                 };
-                let want_stored = if dst.dtype.is_float() { want } else { want.round().clamp(lo, hi) };
+                let want_stored =
+                    if dst.dtype.is_float() { want } else { want.round_ties_even().clamp(lo, hi) };
                 assert!(
                     (got - want_stored).abs() <= tol,
                     "{:?} → {:?} chw={} {:?} {:?}: pixel ({x},{y}) ch {ch}: got {got}, reference {want}",
@@ -454,4 +476,364 @@ fn frames_ending_at_their_last_pixel() {
             }
         }
     }
+}
+
+/// The normalizations each output type takes: none; mean/std, and a zero mean (float outputs);
+/// quantization with and without mean/std (8-bit outputs).
+fn specs_for(dtype: DType) -> Vec<ConvertSpec> {
+    let imagenet =
+        ConvertSpec { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225], ..Default::default() };
+    let mut specs = vec![ConvertSpec::default()];
+    match dtype {
+        d if d.is_float() => {
+            specs.push(imagenet);
+            specs.push(ConvertSpec { mean: [0.0; 3], std: [0.5, 0.25, 2.0], ..Default::default() });
+        }
+        DType::U8 | DType::I8 => {
+            let zp = if dtype == DType::U8 { 114 } else { -14 };
+            specs.push(ConvertSpec { quantization: Some((0.0187, zp)), ..imagenet });
+            let q = if dtype == DType::U8 { (1.0 / 200.0, 7) } else { (1.0 / 128.0, -1) };
+            specs.push(ConvertSpec { quantization: Some(q), ..Default::default() });
+        }
+        _ => {}
+    }
+    specs
+}
+
+/// Every kernel level stores the same bytes: for every input format, output type, layout and
+/// normalization (colourspaces in turn), on an exact 2x upscale (taps a quarter and three
+/// quarters between samples, so many values land exactly on .5 and the rounding rule decides)
+/// and a letterboxed downscale by a non-integer ratio.
+#[test]
+fn every_level_gives_the_same_bytes() {
+    let levels = levels();
+    let mut compared = 0;
+    for (i, format) in formats().enumerate() {
+        let cases = [
+            (Frame::random(format, 16, 12, 300 + i as u64), (32, 24), FitMode::Stretch),
+            (Frame::random(format, 37, 23, 400 + i as u64), (29, 17), FitMode::Letterbox),
+        ];
+        for (frame, (w, h), fit) in &cases {
+            for (k, &dtype) in DType::ALL.iter().enumerate() {
+                for chw in [false, true] {
+                    let cs = COLORSPACES[(i + k + usize::from(chw)) % 4];
+                    for base in specs_for(dtype) {
+                        let spec = ConvertSpec { fit: *fit, ..base };
+                        let dst = DstLayout::dense(*w, *h, cs, chw, dtype);
+                        let mut conv = Converter::new(format, frame.w, frame.h, dst, &spec, 1).unwrap();
+                        let mut outs = levels.iter().map(|&level| {
+                            conv.set_simd(level);
+                            let mut out = vec![0xeeu8; dst.bytes()];
+                            conv.convert(&frame.image(), &mut out).unwrap();
+                            out
+                        });
+                        let first = outs.next().unwrap();
+                        for (out, level) in outs.zip(&levels[1..]) {
+                            let esz = dtype.size();
+                            let differs = out.chunks(esz).zip(first.chunks(esz)).position(|(a, b)| a != b);
+                            if let Some(e) = differs {
+                                panic!(
+                                    "{format:?} {}x{} → {w}x{h} {cs:?} chw={chw} {dtype:?} mean {:?} std {:?} \
+                                     quantization {:?}: element {e} is {:?} at {level:?}, {:?} at {:?}",
+                                    frame.w,
+                                    frame.h,
+                                    spec.mean,
+                                    spec.std,
+                                    spec.quantization,
+                                    &out[e * esz..][..esz],
+                                    &first[e * esz..][..esz],
+                                    levels[0]
+                                );
+                            }
+                            compared += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Where the CPU has wider levels than the baseline: every case above compared.
+    assert!(levels.len() == 1 || compared >= 15 * 2 * 11 * 2 * (levels.len() - 1));
+}
+
+/// Float outputs store +0.0 for a zero, never -0.0 (a model or a checksum can tell them apart):
+/// black frames (all-zero bytes, and YUV's black, which the matrix and the clamp bring to zero),
+/// a zero mean, a negative std, black padding, at every level.
+#[test]
+fn float_outputs_have_no_negative_zero() {
+    let specs = [
+        ConvertSpec::default(),
+        ConvertSpec { mean: [0.0; 3], std: [0.5, 0.25, 2.0], ..Default::default() },
+        ConvertSpec { mean: [-0.0; 3], std: [-0.5, 0.25, -2.0], ..Default::default() },
+        ConvertSpec { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225], ..Default::default() },
+    ];
+    let (mut checked, mut failures) = (0, Vec::new());
+    for (i, format) in formats().enumerate() {
+        let frames = [
+            Frame::flat(format, 24, 16, 0, 0),
+            Frame::flat(format, 24, 16, 16, 128),
+            Frame::random(format, 24, 16, 500 + i as u64),
+        ];
+        for frame in &frames {
+            for dtype in [DType::F16, DType::F32, DType::F64] {
+                for (k, cs) in COLORSPACES.into_iter().enumerate() {
+                    let chw = k % 2 == 1;
+                    for base in &specs {
+                        let spec = ConvertSpec { fill: [0, 0, 0, 0], ..base.clone() };
+                        // Letterboxed into a square: padding rows and content.
+                        let dst = DstLayout::dense(20, 20, cs, chw, dtype);
+                        let mut conv = Converter::new(format, frame.w, frame.h, dst, &spec, 1).unwrap();
+                        for level in levels() {
+                            conv.set_simd(level);
+                            let mut out = vec![0u8; dst.bytes()];
+                            conv.convert(&frame.image(), &mut out).unwrap();
+                            let negative_zero = |b: &[u8]| match dtype {
+                                DType::F16 => u16::from_ne_bytes(b.try_into().unwrap()) == 0x8000,
+                                DType::F32 => f32::from_ne_bytes(b.try_into().unwrap()).to_bits() == 1 << 31,
+                                _ => f64::from_ne_bytes(b.try_into().unwrap()).to_bits() == 1 << 63,
+                            };
+                            if let Some(at) = out.chunks(dtype.size()).position(negative_zero) {
+                                failures.push(format!(
+                                    "{format:?} → {cs:?} chw={chw} {dtype:?} {level:?} mean {:?} std {:?}: \
+                                     -0.0 at element {at}",
+                                    spec.mean, spec.std
+                                ));
+                            }
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {checked}:\n{}",
+        failures.len(),
+        failures[..failures.len().min(20)].join("\n")
+    );
+    assert!(checked >= 15 * 3 * 3 * 4 * 4);
+}
+
+/// `f` must not panic; a panic fails the test with `what` (the inputs) in the message.
+fn no_panic<T>(what: impl Fn() -> String, f: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(v) => v,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+            panic!("panicked on {}: {}", what(), msg.unwrap_or_default());
+        }
+    }
+}
+
+/// Source regions whose ends pass usize::MAX are refused, not wrapped round into the frame (in a
+/// release build a wrapped x + width passed the bounds check, and the plan indexed from x).
+#[test]
+fn regions_past_usize_max_are_errors() {
+    let m = usize::MAX;
+    let regions = [
+        Region::new(m - 1, 0, 2, 48),
+        Region::new(0, m - 1, 64, 2),
+        Region::new(m, m, m, m),
+        Region::new(1, 0, m, 48),
+        Region::new(0, 1, 64, m),
+        Region::new(m / 2 + 1, 0, m / 2 + 1, 48),
+        Region::new(63, 47, m - 62, m - 46),
+    ];
+    for format in [PixelFormat::Nv12, PixelFormat::Rgb, PixelFormat::Yuy2] {
+        for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
+            for fit in FITS {
+                for region in regions {
+                    let spec =
+                        ConvertSpec { source_region: Some(region), interpolation, fit, ..Default::default() };
+                    let dst = DstLayout::dense(32, 32, Colorspace::Rgb, false, DType::U8);
+                    let what = || format!("{format:?} 64x48 {region:?} {interpolation:?} {fit:?}");
+                    let made = no_panic(what, || Converter::new(format, 64, 48, dst, &spec, 1));
+                    assert!(made.is_err(), "{} was accepted", what());
+                }
+            }
+        }
+    }
+}
+
+/// Destination sizes and strides whose byte counts overflow usize are refused.
+#[test]
+fn destination_sizes_past_usize_max_are_errors() {
+    let m = usize::MAX;
+    let dense = |w, h, cs, chw, dtype| {
+        no_panic(|| format!("dense {w}x{h}"), || DstLayout::dense(w, h, cs, chw, dtype))
+    };
+    let mut layouts = vec![
+        dense(m / 2, 1, Colorspace::Rgb, false, DType::U8),
+        dense(m / 2, 2, Colorspace::Gray, false, DType::U8),
+        dense(1, m / 2, Colorspace::Rgb, true, DType::F32),
+        dense(m, m, Colorspace::Rgba, true, DType::F64),
+        dense(1 << 40, 1 << 40, Colorspace::Rgb, false, DType::U8),
+    ];
+    let mut strided = DstLayout::dense(32, 32, Colorspace::Rgb, false, DType::U8);
+    strided.row_stride = m / 4;
+    layouts.push(strided);
+    let mut planar = DstLayout::dense(32, 32, Colorspace::Rgb, true, DType::F32);
+    planar.plane_stride = m / 2;
+    layouts.push(planar);
+    planar.plane_stride = m;
+    planar.row_stride = m / 32;
+    layouts.push(planar);
+    for dst in layouts {
+        let what = || format!("{dst:?}");
+        let made =
+            no_panic(what, || Converter::new(PixelFormat::Nv12, 64, 48, dst, &ConvertSpec::default(), 1));
+        assert!(made.is_err(), "{} was accepted", what());
+        no_panic(what, || dst.bytes());
+    }
+}
+
+/// A source plane whose stride times rows overflows is refused, not wrapped to a small size that
+/// the plane's bytes appear to hold.
+#[test]
+fn source_planes_past_usize_max_are_errors() {
+    let dst = DstLayout::dense(32, 32, Colorspace::Rgb, false, DType::U8);
+    let frame = Frame::random(PixelFormat::Nv12, 64, 48, 11);
+    for interpolation in [Interpolation::Nearest, Interpolation::Bilinear] {
+        let spec = ConvertSpec { interpolation, ..Default::default() };
+        let conv = Converter::new(PixelFormat::Nv12, 64, 48, dst, &spec, 1).unwrap();
+        // usize::MAX / 47 + 1: the luma plane's 47 row steps wrap round to a few bytes, which
+        // the plane holds (the chroma plane's 23 likewise); the others wrap to huge sizes.
+        for stride in [usize::MAX / 47 + 1, usize::MAX / 23 + 1, usize::MAX / 2, usize::MAX] {
+            for plane in 0..2 {
+                let mut img = frame.image();
+                img.planes[plane].1 = stride;
+                let mut out = vec![0u8; dst.bytes()];
+                let what = || format!("plane {plane} stride {stride} {interpolation:?}");
+                let r = no_panic(what, || conv.convert(&img, &mut out));
+                assert!(r.is_err(), "{} was accepted", what());
+            }
+        }
+    }
+}
+
+/// A deterministic generator for the walk below.
+struct Walk(u64);
+
+impl Walk {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((self.0 >> 33) as usize) % n
+    }
+
+    fn pick<T: Copy>(&mut self, from: &[T]) -> T {
+        from[self.below(from.len())]
+    }
+
+    /// Mostly a small size, sometimes an extreme one.
+    fn size(&mut self, extremes: &[usize]) -> usize {
+        if self.below(8) == 0 {
+            self.pick(extremes)
+        } else {
+            1 + self.below(40)
+        }
+    }
+}
+
+/// A bounded walk over hostile geometry: source sizes, regions, destination sizes and strides and
+/// source plane strides and lengths, drawn from small values and extremes. `Converter::new` and
+/// `convert` answer Ok or Err and never panic, and what they accept converts a real frame.
+#[test]
+fn random_geometry_never_panics() {
+    let m = usize::MAX;
+    let extremes = [0, 1, 2, 3, 1000, (1 << 24) + 1, u32::MAX as usize, m / 3, m / 2, m / 2 + 1, m - 1, m];
+    let formats: Vec<PixelFormat> = formats().collect();
+    let mut walk = Walk(0x853c_49e6_748f_ea9b);
+    let (mut accepted, mut converted) = (0, 0);
+    for iteration in 0..1000 {
+        let format = walk.pick(&formats);
+        let (sw, sh) = (walk.size(&extremes), walk.size(&extremes));
+        let source_region = match walk.below(3) {
+            0 => None,
+            1 if (1..=40).contains(&sw) && (1..=40).contains(&sh) => {
+                let (x, y) = (walk.below(sw), walk.below(sh));
+                Some(Region::new(x, y, 1 + walk.below(sw - x), 1 + walk.below(sh - y)))
+            }
+            _ => {
+                let (x, y) = (walk.size(&extremes).saturating_sub(1), walk.size(&extremes).saturating_sub(1));
+                Some(Region::new(x, y, walk.size(&extremes), walk.size(&extremes)))
+            }
+        };
+        let (dtype, cs, chw) = (walk.pick(DType::ALL), walk.pick(&COLORSPACES), walk.below(2) == 1);
+        let (dw, dh) = (walk.size(&extremes), walk.size(&extremes));
+        let mut dst = no_panic(|| format!("dense {dw}x{dh}"), || DstLayout::dense(dw, dh, cs, chw, dtype));
+        match walk.below(6) {
+            0 => dst.row_stride = walk.pick(&extremes),
+            1 => dst.plane_stride = walk.pick(&extremes),
+            2 => dst.row_stride = dst.row_stride.saturating_add(walk.below(9)),
+            _ => {}
+        }
+        let spec = ConvertSpec {
+            fit: walk.pick(&FITS),
+            interpolation: walk.pick(&[Interpolation::Nearest, Interpolation::Bilinear]),
+            source_region,
+            ..Default::default()
+        };
+        let what = || {
+            format!(
+                "iteration {iteration}: {format:?} {sw}x{sh} {:?} → {dst:?} {:?} {:?}",
+                spec.source_region, spec.fit, spec.interpolation
+            )
+        };
+        let Ok(conv) = no_panic(what, || Converter::new(format, sw, sh, dst, &spec, 1)) else {
+            continue;
+        };
+        accepted += 1;
+        if sw * sh > 4096 || dst.bytes() > 1 << 20 {
+            continue;
+        }
+        let frame = Frame::random(format, sw, sh, iteration);
+        let mut img = frame.image();
+        let plane = walk.below(format.num_planes());
+        match walk.below(5) {
+            0 => img.planes[plane].1 = walk.pick(&extremes),
+            1 => img.planes[plane].0 = &img.planes[plane].0[..walk.below(img.planes[plane].0.len() + 1)],
+            _ => {}
+        }
+        let mut out = vec![0u8; dst.bytes() + 3 - walk.below(5)];
+        let (len, stride, out_len) = (img.planes[plane].0.len(), img.planes[plane].1, out.len());
+        let converting = || {
+            format!(
+                "{}, plane {plane} of {len} bytes at stride {stride}, {out_len} destination bytes",
+                what()
+            )
+        };
+        if no_panic(converting, || conv.convert(&img, &mut out)).is_ok() {
+            converted += 1;
+        }
+    }
+    assert!(
+        accepted >= 250 && converted >= 120,
+        "the walk converted too: {accepted} plans, {converted} frames"
+    );
+}
+
+/// Mean, std and quantization each finite but together past f32 (a bias of -inf, and +inf from a
+/// bright pixel: NaN) are refused when planned, not converted into NaN bytes.
+#[test]
+fn normalization_past_f32_is_refused() {
+    let dst = DstLayout::dense(16, 16, Colorspace::Rgb, false, DType::U8);
+    let spec =
+        ConvertSpec { mean: [0.5; 3], std: [1e-30; 3], quantization: Some((1e-10, 0)), ..Default::default() };
+    let made = no_panic(
+        || "1e-30 std, 1e-10 scale".into(),
+        || Converter::new(PixelFormat::Rgb, 16, 16, dst, &spec, 1),
+    );
+    if let Ok(conv) = made {
+        let frame = Frame::flat(PixelFormat::Rgb, 16, 16, 255, 0);
+        let mut out = vec![0u8; dst.bytes()];
+        no_panic(|| "converting".into(), || conv.convert(&frame.image(), &mut out)).ok();
+        panic!("accepted; converted a white frame to {:?}", &out[..3]);
+    }
+    let float = DstLayout::dense(16, 16, Colorspace::Rgb, false, DType::F32);
+    let spec = ConvertSpec { mean: [0.5; 3], std: [1e-40; 3], ..Default::default() };
+    assert!(Converter::new(PixelFormat::Rgb, 16, 16, float, &spec, 1).is_err(), "a bias of -inf");
 }

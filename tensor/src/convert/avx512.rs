@@ -129,8 +129,8 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
         k.gray[i] = _mm512_set1_ps(GRAY_WEIGHTS[i]);
     }
     for i in 0..4 {
-        k.scale[i] = _mm512_set1_ps(c.scale[i]);
-        k.bias[i] = _mm512_set1_ps(c.bias[i]);
+        k.scale[i] = _mm512_set1_ps(f.scale[i]);
+        k.bias[i] = _mm512_set1_ps(f.bias[i]);
     }
     let esz = if OUT == FLOAT { 4 } else { 1 };
     let row = unsafe {
@@ -175,18 +175,8 @@ unsafe fn pixels<const K: u8, const CS: u8, const OUT: u8>(
         let mut ch = [zero, zero, zero, full];
         match K {
             YUV => {
-                let rgb = yuv_rows!(
-                    fold,
-                    _mm512_fmadd_ps,
-                    _mm512_mul_ps,
-                    _mm512_add_ps,
-                    k.m,
-                    k.k,
-                    k.luma,
-                    ld(0),
-                    ld(1),
-                    ld(2)
-                );
+                let rgb =
+                    yuv_rows!(fold, _mm512_mul_ps, _mm512_add_ps, k.m, k.k, k.luma, ld(0), ld(1), ld(2));
                 for i in 0..3 {
                     let r = order[i];
                     ch[i] = if OUT == RAW8 && nc != 1 {
@@ -206,13 +196,11 @@ unsafe fn pixels<const K: u8, const CS: u8, const OUT: u8>(
                 ch = [v, v, v, full];
             }
         }
-        if nc == 1 {
+        if nc == 1 && K != GRAY {
             // Gray's weights are over R, G, B: the order is RGB's for a one-channel output.
-            ch[0] = _mm512_fmadd_ps(
-                k.gray[0],
-                ch[0],
-                _mm512_fmadd_ps(k.gray[1], ch[1], _mm512_mul_ps(k.gray[2], ch[2])),
-            );
+            // `gray`'s operations, in its order.
+            let gb = _mm512_add_ps(_mm512_mul_ps(k.gray[2], ch[2]), _mm512_mul_ps(k.gray[1], ch[1]));
+            ch[0] = _mm512_add_ps(gb, _mm512_mul_ps(k.gray[0], ch[0]));
         }
         if nc == 4 && k.alpha {
             ch[3] = ld(3);
@@ -220,7 +208,7 @@ unsafe fn pixels<const K: u8, const CS: u8, const OUT: u8>(
         if OUT != RAW8 {
             let from = if fold { 3 } else { 0 };
             for i in from..nc {
-                ch[i] = _mm512_fmadd_ps(ch[i], k.scale[i], k.bias[i]);
+                ch[i] = _mm512_add_ps(_mm512_mul_ps(ch[i], k.scale[i]), k.bias[i]);
             }
         }
         if OUT == FLOAT {
@@ -354,7 +342,7 @@ unsafe fn sample_blocks<const NARROW: bool, const M: usize, const SINGLE: bool, 
         *row = out[g.members[j].0].as_mut_ptr();
     }
     let wyv = _mm512_set1_ps(wy);
-    let unit = _mm512_set1_ps(1.0 / 16384.0);
+    let unit = _mm512_set1_ps(super::WEIGHT_UNIT);
     // Byte 0 of each dword, or bytes 0 and 2.
     let keep: u64 = if SINGLE { 0x1111_1111_1111_1111 } else { 0x5555_5555_5555_5555 };
     let form = usize::from(!SINGLE);

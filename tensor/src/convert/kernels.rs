@@ -22,19 +22,54 @@ pub(super) struct SendPtr(pub(super) *mut u8);
 unsafe impl Send for SendPtr {}
 unsafe impl Sync for SendPtr {}
 
-/// BT.601 luma weights: the one definition of gray output for every source.
+/// BT.601 luma weights: the one definition of gray output for every source, in the order of
+/// operations the fused kernels use (no FMA: the baseline has none, and every level must round
+/// alike).
 #[inline(always)]
 pub(super) fn gray(r: f32, g: f32, b: f32) -> f32 {
     let [wr, wg, wb] = GRAY_WEIGHTS;
-    wr * r + wg * g + wb * b
+    (wb * b + wg * g) + wr * r
+}
+
+/// `v` limited to `lo..=hi` as `maxps` then `minps` do it (the first operand where the compare
+/// is false, so a -0.0 against a +0.0 bound gives the bound), so that the baseline and the
+/// vector kernels agree on every bit.
+#[inline(always)]
+fn clamp_ps(v: f32, lo: f32, hi: f32) -> f32 {
+    let v = if v > lo { v } else { lo };
+    if v < hi {
+        v
+    } else {
+        hi
+    }
 }
 
 /// The weights of R, G and B in `gray` (also the fused kernel's).
 pub(super) const GRAY_WEIGHTS: [f32; 3] = [0.299, 0.587, 0.114];
 
-/// Conversion of a finished f32 value to the stored element: integers round half away from zero
-/// and saturate (`as` saturates and maps NaN to 0; adding ±0.5 before the truncating cast avoids a
-/// libm `roundf` call that no SSE2 loop can vectorize); floats are stored as they are.
+/// `v` rounded to the nearest integer, ties to even (IEEE 754's default rounding, what the AVX2 and
+/// AVX-512 conversions do and what OpenCV's `cvRound` and numpy's `rint` give), NaN and infinities
+/// kept. Below 2^23 adding 2^23 (with `v`'s sign) leaves no fraction bits, so the add rounds with
+/// the FPU's own rule and the subtraction is exact; from 2^23 up every f32 is an integer. A select
+/// and two adds per element, where `f32::round_ties_even` is a libm call no SSE2 loop vectorizes.
+#[inline(always)]
+pub(super) fn round_even(v: f32) -> f32 {
+    const TWO_23: f32 = 8_388_608.0;
+    let m = if v.abs() < TWO_23 { TWO_23.copysign(v) } else { 0.0 };
+    (v + m) - m
+}
+
+/// `v` in -2^22..2^22 rounded to the nearest integer, ties to even: 1.5 * 2^23 plus such a value
+/// lies in 2^23..2^24, whose floats are the integers, whatever its sign.
+#[inline(always)]
+fn round_even_small(v: f32) -> f32 {
+    const MAGIC: f32 = 12_582_912.0;
+    (v + MAGIC) - MAGIC
+}
+
+/// Conversion of a finished f32 value to the stored element: integers round to nearest, ties to
+/// even (`round_even`: every level the same), and saturate (`as` saturates and maps NaN to 0);
+/// floats are stored as they are.
 pub(super) trait Out: Copy {
     fn from_f32(v: f32) -> Self;
 }
@@ -44,7 +79,7 @@ macro_rules! int_out {
         impl Out for $t {
             #[inline(always)]
             fn from_f32(v: f32) -> Self {
-                (v + 0.5f32.copysign(v)) as $t
+                round_even(v) as $t
             }
         }
     )*};
@@ -99,7 +134,7 @@ fn store_row<T: Out, const C: usize>(
             let start = ch * d.plane_stride + y * d.row_stride + x0 * esz;
             // This band owns row y of every plane.
             let out = unsafe { std::slice::from_raw_parts_mut(dst.0.add(start), n * esz) };
-            let (sc, bi) = (c.scale[ch], c.bias[ch]);
+            let (sc, bi) = (c.finish.scale[ch], c.finish.bias[ch]);
             for (o, &v) in out.chunks_exact_mut(esz).zip(&chans[ch][xs.clone()]) {
                 put::<T>(o, v * sc + bi);
             }
@@ -107,9 +142,10 @@ fn store_row<T: Out, const C: usize>(
     } else {
         let start = y * d.row_stride + x0 * C * esz;
         let out = unsafe { std::slice::from_raw_parts_mut(dst.0.add(start), n * C * esz) };
+        let (sc, bi) = (&c.finish.scale, &c.finish.bias);
         for (x, px) in xs.zip(out.chunks_exact_mut(C * esz)) {
             for ch in 0..C {
-                put::<T>(&mut px[ch * esz..], chans[ch][x] * c.scale[ch] + c.bias[ch]);
+                put::<T>(&mut px[ch * esz..], chans[ch][x] * sc[ch] + bi[ch]);
             }
         }
     }
@@ -130,17 +166,22 @@ fn store_bytes<const C: usize>(
     let d = &c.dst;
     let n = xs.len();
     let x0 = c.content.rect.x + xs.start;
-    let (lo, hi) = if d.dtype == DType::I8 { (-128.0f32, 127.0f32) } else { (0.0, 255.0) };
+    // Raw int8 is the uint8 value with its top bit flipped, as the fused kernels make it:
+    // subtracting 128 in f32 first can round a value below 64 onto a tie.
+    let (lo, hi, flip) = match (c.raw8, d.dtype == DType::I8) {
+        (true, signed) => (0.0f32, 255.0f32, if signed { 0x80u8 } else { 0 }),
+        (false, true) => (-128.0, 127.0, 0),
+        (false, false) => (0.0, 255.0, 0),
+    };
     for ch in 0..C {
-        let (sc, bi) = (c.scale[ch], c.bias[ch]);
+        let (sc, bi) = if c.raw8 { (1.0, 0.0) } else { (c.finish.scale[ch], c.finish.bias[ch]) };
         for (o, &v) in bytes[ch][..n].iter_mut().zip(&chans[ch][xs.clone()]) {
-            let v = v * sc + bi;
-            let r = (v + 0.5f32.copysign(v)).clamp(lo, hi);
-            // Finite and in range: every input is a byte and the plan validated scale and bias,
-            // so the unchecked conversion (one vector instruction, where `as` needs a NaN test
-            // per element) is exact.
+            let r = round_even_small(clamp_ps(v * sc + bi, lo, hi));
+            // Finite and in range: every input is a byte and the plan checked that scale and
+            // bias are finite, so the unchecked conversion (one vector instruction, where `as`
+            // needs a NaN test per element) is exact.
             debug_assert!(r.is_finite());
-            *o = unsafe { r.to_int_unchecked::<i32>() } as u8;
+            *o = (unsafe { r.to_int_unchecked::<i32>() } as u8) ^ flip;
         }
     }
     if d.chw {
@@ -406,7 +447,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 } else {
                     (&c.weights_luma, c.luma_on_samples)
                 };
-                let wq = if g.chroma { &c.q14_chroma } else { &c.q14_luma };
+                let wq = if g.chroma { &c.wq_chroma } else { &c.wq_luma };
                 match (&g.permute, &g.shuffle) {
                     (Some(plan), _) if c.avx512() && plan.reach <= r0.len().min(r1.len()) => unsafe {
                         super::avx512::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps)
@@ -471,25 +512,30 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
     }
 }
 
-/// Source components → output channels on 0..255, clamped (limited-range YUV overshoots).
+/// Source components → output channels, the fused kernels' arithmetic operation for operation
+/// (see `FinishValues`): YUV through the matrix (with the normalization where it is folded in)
+/// and clamped to the colour's range, which limited-range YUV overshoots.
 #[inline(always)]
 fn colour(c: &Converter, s: &mut Scratch, xs: Range<usize>) {
     let [c0, c1, c2, c3] = &mut s.chans;
     let comps = &s.comps;
-    let clamp = |v: f32| v.clamp(0.0, 255.0);
+    let f = &c.finish;
     let rgb_to = |r: f32, g: f32, b: f32| match c.dst.colorspace {
         Colorspace::Gray => (gray(r, g, b), 0.0, 0.0),
         _ => (r, g, b),
     };
     match c.kind {
         SrcKind::Yuv => {
-            let (m, o) = (&c.matrix, &c.offsets);
+            let (m, k, range) = (f.m, f.k, f.range);
+            // `yuv_rows`' order; the terms it leaves out (zero in every matrix it takes) add a
+            // zero, which changes no value.
+            let row = |r: usize, y: f32, u: f32, v: f32| {
+                let x = ((m[r][0] * y + k[r]) + m[r][2] * v) + m[r][1] * u;
+                clamp_ps(x, range[r].0, range[r].1)
+            };
             for i in xs.clone() {
-                let (y, u, v) = (comps[0][i] - o[0], comps[1][i] - o[1], comps[2][i] - o[2]);
-                let r = clamp(m[0][0] * y + m[0][1] * u + m[0][2] * v);
-                let g = clamp(m[1][0] * y + m[1][1] * u + m[1][2] * v);
-                let b = clamp(m[2][0] * y + m[2][1] * u + m[2][2] * v);
-                (c0[i], c1[i], c2[i]) = rgb_to(r, g, b);
+                let (y, u, v) = (comps[0][i], comps[1][i], comps[2][i]);
+                (c0[i], c1[i], c2[i]) = rgb_to(row(0, y, u, v), row(1, y, u, v), row(2, y, u, v));
             }
         }
         SrcKind::Rgb { .. } => {
@@ -848,7 +894,7 @@ pub(super) const fn order(cs: u8) -> [usize; 4] {
 
 /// YUV to a normalized or quantized three- or four-channel output: the per-channel scale and
 /// bias multiply into the matrix, and one clamp does the colour's and the type's ranges (three
-/// FMAs and, for 8-bit, six min/max fewer per pixel).
+/// multiplies, three adds and, for 8-bit, six min/max fewer per pixel).
 pub(super) const fn folded(kind: u8, cs: u8, out: u8) -> bool {
     kind == YUV && out != RAW8 && cs != CS_GRAY
 }
@@ -897,10 +943,12 @@ macro_rules! finish_dispatch {
 #[cfg(target_arch = "x86_64")]
 pub(super) use finish_dispatch;
 
-/// The fused finish's values, made once with the plan (each loop broadcasts them per row), the
-/// colour rows in R, G, B order. With `folded`, row `r`'s `m` and `k` carry the scale and bias of
-/// its output channel and `range` is where the colour clamp and the type's range meet; else
-/// `range` is the colour clamp, 0..255, and `luma` the rows' shared Y coefficient.
+/// The values of the colour and normalization arithmetic, made once with the plan (each fused loop
+/// broadcasts them per row; the baseline's `colour` and stores read them), the colour rows in R,
+/// G, B order. With `folded`, row `r`'s `m` and `k` carry the scale and bias of its output channel
+/// and `range` is where the colour clamp and the type's range meet; else `range` is the colour
+/// clamp, 0..255, and `luma` the rows' shared Y coefficient. Every level computes the same
+/// operations in the same order without FMA, so that every level stores the same bits.
 #[derive(Debug, Clone, Default)]
 // The plan is made on every target; only the x86_64 kernels read all of it.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -914,6 +962,10 @@ pub(super) struct FinishValues {
     pub hi: f32,
     pub signed: bool,
     pub alpha: bool,
+    /// Per output channel, what multiplies and is added after colour: the normalization, or 1
+    /// and 0 where it is folded into `m` and `k`.
+    pub scale: [f32; 4],
+    pub bias: [f32; 4],
 }
 
 /// `c`'s `FinishValues`, for the loop `fused_params(c)` picks.
@@ -932,6 +984,8 @@ pub(super) fn finish_values(c: &Converter) -> FinishValues {
         hi,
         signed,
         alpha: matches!(c.kind, SrcKind::Rgb { alpha: true }),
+        scale: c.scale,
+        bias: c.bias,
     };
     for r in 0..3 {
         let (s, b) = if folded { (c.scale[order[r]], c.bias[order[r]]) } else { (1.0, 0.0) };
@@ -944,38 +998,40 @@ pub(super) fn finish_values(c: &Converter) -> FinishValues {
             // to the type's nearer end where they do not).
             let (a, z) = (b.min(255.0 * s + b), b.max(255.0 * s + b));
             v.range[r] = (a.max(tlo).min(thi), z.min(thi).max(tlo));
+            v.scale[order[r]] = 1.0;
+            v.bias[order[r]] = 0.0;
         }
     }
     v
 }
 
-/// R, G, B of one vector of Y, U, V, by the fused loops of either width: `$fma`, `$mul`, `$add`
-/// the width's intrinsics; `$m`, `$k`, `$luma` the broadcast `FinishValues`. Unfolded, the Y
-/// product is made once and the offsets added (on the add pipes) — 4 FMAs, a multiply and 3 adds
-/// where the full matrix took 9 FMAs, which filled the two FMA pipes (measured: NV12 → uint8
-/// 0.190 → 0.175 ms with AVX-512, 0.229 → 0.218 with AVX2); folded, each row has its own Y
-/// coefficient and only the zero terms go: 7 FMAs (float32 0.222 → 0.216, AVX2 0.286 → 0.267).
+/// R, G, B of one vector of Y, U, V, by the fused loops of either width: `$mul`, `$add` the
+/// width's intrinsics; `$m`, `$k`, `$luma` the broadcast `FinishValues`. Row `r` is
+/// `((m[r][0]·y + k[r]) + m[r][2]·v) + m[r][1]·u` without its zero terms, in that order; unfolded,
+/// the rows share one Y coefficient and the product is made once. No FMA: the baseline
+/// (`colour`) has none, and a fused multiply-add rounds once where the baseline rounds twice,
+/// which put an 8-bit output one apart between levels now and then (one in several thousand on
+/// the tests' frames) and most float32 outputs a bit apart. Measured against the FMA rows
+/// (1080p → 640×640, interleaved runs): NV12 uint8 0.083 → 0.087 ms with AVX-512, 0.126 → 0.132
+/// with AVX2; float32 0.109 → 0.114 with AVX-512, the same within noise with AVX2.
 #[cfg(target_arch = "x86_64")]
 macro_rules! yuv_rows {
     (
-        $folded:expr, $fma:ident, $mul:ident, $add:ident,
+        $folded:expr, $mul:ident, $add:ident,
         $m:expr, $k:expr, $luma:expr, $y:expr, $u:expr, $v:expr
     ) => {{
         let (m, k, y, u, v) = (&$m, &$k, $y, $u, $v);
-        if $folded {
-            [
-                $fma(m[0][2], v, $fma(m[0][0], y, k[0])),
-                $fma(m[1][1], u, $fma(m[1][2], v, $fma(m[1][0], y, k[1]))),
-                $fma(m[2][1], u, $fma(m[2][0], y, k[2])),
-            ]
+        let t = if $folded {
+            [$mul(m[0][0], y), $mul(m[1][0], y), $mul(m[2][0], y)]
         } else {
             let t = $mul($luma, y);
-            [
-                $fma(m[0][2], v, $add(t, k[0])),
-                $fma(m[1][1], u, $fma(m[1][2], v, $add(t, k[1]))),
-                $fma(m[2][1], u, $add(t, k[2])),
-            ]
-        }
+            [t, t, t]
+        };
+        [
+            $add($add(t[0], k[0]), $mul(m[0][2], v)),
+            $add($add($add(t[1], k[1]), $mul(m[1][2], v)), $mul(m[1][1], u)),
+            $add($add(t[2], k[2]), $mul(m[2][1], u)),
+        ]
     }};
 }
 #[cfg(target_arch = "x86_64")]
@@ -1025,8 +1081,8 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
         range[i] = (_mm256_set1_ps(f.range[i].0), _mm256_set1_ps(f.range[i].1));
     }
     for i in 0..4 {
-        scale[i] = _mm256_set1_ps(c.scale[i]);
-        bias[i] = _mm256_set1_ps(c.bias[i]);
+        scale[i] = _mm256_set1_ps(f.scale[i]);
+        bias[i] = _mm256_set1_ps(f.bias[i]);
     }
     let signed = f.signed;
     let row = unsafe { dst.0.add(y * d.row_stride + x0 * if d.chw { esz } else { nc * esz }) };
@@ -1038,18 +1094,7 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
             let mut ch = [zero, zero, zero, full];
             match K {
                 YUV => {
-                    let rgb = yuv_rows!(
-                        fold,
-                        _mm256_fmadd_ps,
-                        _mm256_mul_ps,
-                        _mm256_add_ps,
-                        m,
-                        k,
-                        luma,
-                        ld(0),
-                        ld(1),
-                        ld(2)
-                    );
+                    let rgb = yuv_rows!(fold, _mm256_mul_ps, _mm256_add_ps, m, k, luma, ld(0), ld(1), ld(2));
                     for i in 0..3 {
                         let r = order[i];
                         ch[i] = if OUT == RAW8 && nc != 1 {
@@ -1069,13 +1114,11 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
                     ch = [v, v, v, full];
                 }
             }
-            if nc == 1 {
+            if nc == 1 && K != GRAY {
                 // Gray's weights are over R, G, B: the order is RGB's for a one-channel output.
-                ch[0] = _mm256_fmadd_ps(
-                    gray_w[0],
-                    ch[0],
-                    _mm256_fmadd_ps(gray_w[1], ch[1], _mm256_mul_ps(gray_w[2], ch[2])),
-                );
+                // `gray`'s operations, in its order.
+                let gb = _mm256_add_ps(_mm256_mul_ps(gray_w[2], ch[2]), _mm256_mul_ps(gray_w[1], ch[1]));
+                ch[0] = _mm256_add_ps(gb, _mm256_mul_ps(gray_w[0], ch[0]));
             }
             if nc == 4 && f.alpha {
                 ch[3] = ld(3);
@@ -1083,7 +1126,7 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
             if OUT != RAW8 {
                 let from = if fold { 3 } else { 0 };
                 for i in from..nc {
-                    ch[i] = _mm256_fmadd_ps(ch[i], scale[i], bias[i]);
+                    ch[i] = _mm256_add_ps(_mm256_mul_ps(ch[i], scale[i]), bias[i]);
                 }
             }
             if OUT == FLOAT {
@@ -1121,7 +1164,8 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
                     _mm256_storeu_ps(at.add(24), _mm256_permute2f128_ps::<0x31>(p26, p37));
                 }
             } else {
-                // Clamped to the type's range, then rounded to nearest by the conversion.
+                // Clamped to the type's range, then rounded to nearest, ties to even, by the
+                // conversion (the default MXCSR mode; `round_even` in the baseline).
                 // (Loops, not array `map`: its closure is compiled without AVX2 and not inlined.)
                 let mut q = [_mm256_setzero_si256(); 4];
                 for i in 0..nc {
@@ -1200,7 +1244,7 @@ unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, con
         *row = out[g.members[j].0].as_mut_ptr();
     }
     let wyv = _mm256_set1_ps(wy);
-    let unit = _mm256_set1_ps(1.0 / 16384.0);
+    let unit = _mm256_set1_ps(super::WEIGHT_UNIT);
     let tap = if SINGLE { 0 } else { P };
     let (bases, controls) = (plan.bases.as_ptr(), plan.controls.as_ptr());
     for b in 0..blocks {
@@ -1230,7 +1274,7 @@ unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, con
             let ctl = controls.add(b * per_block);
             for j in 0..M {
                 // On samples: the tap's byte; else both taps' bytes blended by one multiply-add
-                // of the Q14 weights (exact in i32, scaled back below).
+                // of the weight pair (exact in i32, scaled back below).
                 let c = ctl.add(2 * P * j + tap);
                 let pick = |v: &[__m256i; P]| {
                     let mut t = _mm256_shuffle_epi8(v[0], _mm256_loadu_si256(c as *const __m256i));
@@ -1255,6 +1299,53 @@ unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, con
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `round_even` against its definition, `f32::round_ties_even` (equal values: a negative
+    /// fraction rounds to +0.0 here, which no integer conversion can tell from -0.0), and each
+    /// integer element against that rounding saturated to the type, NaN to 0 (what `as` does).
+    #[test]
+    fn rounding_is_to_nearest_ties_to_even_then_saturating() {
+        let ties = [0.5, 1.5, 2.5, 3.5, 126.5, 127.5, 128.5, 129.5, 254.5, 255.5, 256.5, 32767.5, 65535.5];
+        let near_ties = [0.49999997, 0.50000006, 1.4999999, 1.5000001, 2.4999998, 2.5000002];
+        // Around 2^22 and 2^23, where the fraction bits run out, and on to the types' ends.
+        let large = [4194303.5, 4194304.5, 8388607.5, 8388608.0, 8388609.0, 16777216.0, 2147483520.0];
+        let huge = [2147483648.0, 4294967040.0, 4294967296.0, 1e10, 1e19, 1e20, f32::MAX, f32::INFINITY];
+        let tiny = [0.0, 1e-45, f32::MIN_POSITIVE];
+        let mut values: Vec<f32> = [&ties[..], &near_ties, &large, &huge, &tiny]
+            .concat()
+            .into_iter()
+            .flat_map(|v: f32| [v, -v])
+            .chain([f32::NAN])
+            .collect();
+        // Every quarter from -300 to 300 and the floats either side of each tie.
+        for q in -1200..=1200 {
+            let v = q as f32 / 4.0;
+            values.extend([v, v.next_up(), v.next_down()]);
+        }
+        // And bit patterns from all over the line.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..20_000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            values.push(f32::from_bits((state >> 32) as u32));
+        }
+        for &v in &values {
+            let want = v.round_ties_even();
+            let got = round_even(v);
+            assert!(
+                got == want || (got.is_nan() && want.is_nan()),
+                "round_even({v:e}) = {got:e}, not {want:e}"
+            );
+            if v.abs() <= 4_194_304.0 {
+                assert_eq!(round_even_small(v), want, "round_even_small({v:e})");
+            }
+            macro_rules! each {
+                ($($t:ty),*) => {$(
+                    assert_eq!(<$t as Out>::from_f32(v), want as $t, "{v:e} as {}", stringify!($t));
+                )*};
+            }
+            each!(u8, i8, u16, i16, u32, i32, u64, i64);
+        }
+    }
 
     /// Every period a pattern can have, from every alignment, over lengths around the block and
     /// line sizes, at every level this CPU has: the bytes written are the pattern from phase 0,

@@ -18,6 +18,7 @@ mod workers;
 
 use crate::dtype::DType;
 use crate::format::{PixelFormat, PixelLayout};
+use crate::image::MAX_IMAGE_SIDE;
 use crate::preprocess::{
     letterbox_rect, Colorimetry, ContentRegion, FitMode, Interpolation, LetterboxPlacement, Region,
 };
@@ -60,20 +61,35 @@ pub struct DstLayout {
 }
 
 impl DstLayout {
-    /// Dense rows: the layout other/tensors consumers assume.
+    /// Dense rows: the layout other/tensors consumers assume. Strides too large for usize
+    /// saturate at `usize::MAX`, which `Converter::new` refuses.
     pub fn dense(width: usize, height: usize, colorspace: Colorspace, chw: bool, dtype: DType) -> Self {
-        let esz = dtype.size();
-        let row_stride = if chw { width * esz } else { width * colorspace.channels() * esz };
-        DstLayout { width, height, colorspace, chw, dtype, row_stride, plane_stride: row_stride * height }
+        let pixel = if chw { dtype.size() } else { colorspace.channels() * dtype.size() };
+        let row_stride = width.saturating_mul(pixel);
+        DstLayout {
+            width,
+            height,
+            colorspace,
+            chw,
+            dtype,
+            row_stride,
+            plane_stride: row_stride.saturating_mul(height),
+        }
     }
 
-    /// Bytes the layout spans.
-    pub fn bytes(&self) -> usize {
+    /// Bytes the layout spans, or `None` where that count overflows usize.
+    pub fn checked_bytes(&self) -> Option<usize> {
+        let rows = self.row_stride.checked_mul(self.height)?;
         if self.chw {
-            self.plane_stride * (self.colorspace.channels() - 1) + self.row_stride * self.height
+            self.plane_stride.checked_mul(self.colorspace.channels() - 1)?.checked_add(rows)
         } else {
-            self.row_stride * self.height
+            Some(rows)
         }
+    }
+
+    /// Bytes the layout spans; `usize::MAX` where the count overflows (no buffer is that long).
+    pub fn bytes(&self) -> usize {
+        self.checked_bytes().unwrap_or(usize::MAX)
     }
 }
 
@@ -91,7 +107,8 @@ pub struct ConvertSpec {
     pub mean: [f32; 3],
     pub std: [f32; 3],
     /// `(scale, zero_point)` of an int8/uint8 model input: `q = round(x / scale) + zero_point`
-    /// with `x` the normalized value.
+    /// with `x` the normalized value, rounded to nearest with ties to even (as every integer
+    /// output is) and saturated to the type.
     pub quantization: Option<(f32, i32)>,
     /// Letterbox padding as RGBA bytes (a raw pixel, normalized like the picture).
     pub fill: [u8; 4],
@@ -183,21 +200,32 @@ struct Shuffle {
     /// Per block, the windows' first bytes (two used without `quarters`).
     bases: Vec<[u32; 4]>,
     /// Per block and member (members in order): tap 0 (`i0`) alone as dwords (for taps on
-    /// samples), then taps 0 and 1 as the two words of each dword (for `pmaddwd` with the Q14
-    /// weight pair: the horizontal blend in one exact integer instruction); each of them once per
+    /// samples), then taps 0 and 1 as the two words of each dword (for `pmaddwd` with the weight
+    /// pair in 256ths: the horizontal blend in one exact integer instruction); each of them once per
     /// vector of windows (twice with `quarters`).
     controls: Vec<Aligned32<[u8; 32]>>,
     /// Bytes from the row's window start that every load stays below.
     reach: usize,
 }
 
-/// Weights `w` as `(1 - w, w)` in Q14 (their sum is exactly 1 << 14; a weight is off by at most
-/// 2^-15, 0.008 of a level between two 8-bit samples).
-fn q14_pairs(w: &[f32]) -> Vec<u32> {
+/// Interpolation weights are whole 256ths. A byte blended by two of them has at most 8 + 8 + 8
+/// significant bits, so every bilinear sample is exact in f32 whichever way a kernel computes it
+/// (rows or columns first, with or without FMA, through `pmaddwd` on integer pairs): the levels
+/// cannot differ by a rounding, and an output that lands on .5 is a true tie, not an accident of
+/// the order. A weight is off by at most 1/512 of the tap distance; finer steps would need more
+/// bits than f32 has.
+const WEIGHT_STEPS: f64 = 256.0;
+
+/// The kernels' scale from integer blends (weights times `WEIGHT_STEPS`) back to sample values.
+pub(super) const WEIGHT_UNIT: f32 = (1.0 / WEIGHT_STEPS) as f32;
+
+/// Weights `w` as `(1 - w, w)` in 256ths, the two i16 halves of a u32 (their sum is exactly 256).
+fn weight_pairs(w: &[f32]) -> Vec<u32> {
+    let one = WEIGHT_STEPS as u32;
     w.iter()
         .map(|&w| {
-            let b = (w * 16384.0).round().clamp(0.0, 16384.0) as u32;
-            (16384 - b) | (b << 16)
+            let b = (w * WEIGHT_STEPS as f32).clamp(0.0, WEIGHT_STEPS as f32) as u32;
+            (one - b) | (b << 16)
         })
         .collect()
 }
@@ -398,15 +426,16 @@ fn axis(
                 let s0 = s.floor() as usize;
                 a.i0.push(s0);
                 a.i1.push((s0 + 1).min(hi));
-                a.w.push((s - s0 as f64) as f32);
+                a.w.push(((s - s0 as f64) * WEIGHT_STEPS).round_ties_even() as f32 * WEIGHT_UNIT);
             }
         }
     }
     a
 }
 
-/// The vector kernels a converter runs: each level computes the same tensor (within the tests'
-/// tolerance) and the tests run every level the CPU has.
+/// The vector kernels a converter runs: every level stores the same bytes (the same operations in
+/// the same order, one rounding rule: to nearest, ties to even) and the tests run every level the
+/// CPU has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Simd {
     /// What the compiler makes of the plain loops (SSE2 on x86_64, NEON on aarch64).
@@ -474,9 +503,9 @@ pub struct Converter {
     taps: Vec<(Vec<u32>, Vec<u32>)>,
     weights_luma: Vec<f32>,
     weights_chroma: Vec<f32>,
-    /// The same weights as `(1 - w, w)` in Q14, the two i16 halves of a u32 (see `Shuffle`).
-    q14_luma: Vec<u32>,
-    q14_chroma: Vec<u32>,
+    /// The same weights as integer pairs (see `weight_pairs` and `Shuffle`).
+    wq_luma: Vec<u32>,
+    wq_chroma: Vec<u32>,
     /// Every horizontal tap falls on a sample (all weights 0): one gather instead of two.
     luma_on_samples: bool,
     chroma_on_samples: bool,
@@ -494,10 +523,9 @@ pub struct Converter {
     /// Interleaved chroma: the components (U-or-V first in memory, then the other) whose taps are
     /// one f32 apart in the same plane, gathered as pairs.
     chroma_pair: Option<(usize, usize)>,
-    /// YUV → RGB matrix and offsets (f32).
+    /// YUV → RGB matrix (f32).
     matrix: [[f32; 3]; 3],
-    offsets: [f32; 3],
-    /// The offsets folded into the matrix: row i's value is `matrix[i] · yuv + yuv_bias[i]`.
+    /// The matrix's offsets folded in: row i's value is `matrix[i] · yuv + yuv_bias[i]`.
     yuv_bias: [f32; 3],
     /// The output (uint8, int8, float32) has a fused colour-and-store kernel, and its values.
     fused_finish: bool,
@@ -525,21 +553,32 @@ impl Converter {
         threads: usize,
     ) -> Result<Converter> {
         let (kind, comps) = components(format)?;
-        if src_w == 0 || src_h == 0 || dst.width == 0 || dst.height == 0 {
+        // The bound keeps every plan table and tap offset small: a plane window's bytes stay far
+        // below the i32 offsets the gathers take.
+        if [src_w, src_h, dst.width, dst.height].iter().any(|&side| side == 0 || side > MAX_IMAGE_SIDE) {
             return Err(Error::InvalidArgument(format!(
-                "cannot convert {src_w}x{src_h} into {}x{}",
+                "cannot convert {src_w}x{src_h} into {}x{}: sides must be in 1..={MAX_IMAGE_SIDE}",
                 dst.width, dst.height
             )));
         }
         let esz = dst.dtype.size();
         let channels = dst.colorspace.channels();
-        let min_rs = if dst.chw { dst.width * esz } else { dst.width * channels * esz };
-        if dst.row_stride < min_rs
-            || (dst.chw && channels > 1 && dst.plane_stride < dst.row_stride * dst.height)
-        {
+        let pixel = if dst.chw { esz } else { channels * esz };
+        let holds_rows = dst.width.checked_mul(pixel).is_some_and(|row| dst.row_stride >= row);
+        let holds_planes = !dst.chw
+            || channels == 1
+            || dst.row_stride.checked_mul(dst.height).is_some_and(|plane| dst.plane_stride >= plane);
+        let addressable = dst.checked_bytes().is_some_and(|bytes| bytes <= isize::MAX as usize);
+        let flaw = match (holds_rows, holds_planes, addressable) {
+            (false, _, _) => Some("a row stride shorter than a row of pixels"),
+            (_, false, _) => Some("a plane stride shorter than a plane of rows"),
+            (_, _, false) => Some("more bytes than a buffer can hold"),
+            _ => None,
+        };
+        if let Some(flaw) = flaw {
             return Err(Error::InvalidArgument(format!(
-                "destination row stride {} / plane stride {} cannot hold {}x{} {:?} {}",
-                dst.row_stride, dst.plane_stride, dst.width, dst.height, dst.colorspace, dst.dtype
+                "destination {}x{} {:?} {} at row stride {} / plane stride {} has {flaw}",
+                dst.width, dst.height, dst.colorspace, dst.dtype, dst.row_stride, dst.plane_stride
             )));
         }
         let identity = spec.mean == [0.0; 3] && spec.std == [1.0; 3];
@@ -570,8 +609,8 @@ impl Converter {
         let region = spec.source_region.unwrap_or(Region::new(0, 0, src_w, src_h));
         if region.width == 0
             || region.height == 0
-            || region.x + region.width > src_w
-            || region.y + region.height > src_h
+            || region.x.checked_add(region.width).is_none_or(|right| right > src_w)
+            || region.y.checked_add(region.height).is_none_or(|bottom| bottom > src_h)
         {
             return Err(Error::RegionOutOfBounds {
                 x: region.x,
@@ -647,7 +686,16 @@ impl Converter {
                 _ => (1.0, 0.0),
             };
             scale[ch] = s;
-            bias[ch] = b;
+            // A zero bias is +0.0 (a zero mean gives -0.0): then `v * scale + bias` is never -0.0,
+            // whatever the sign of the product, at every level.
+            bias[ch] = b + 0.0;
+        }
+        if scale.iter().chain(&bias).any(|v| !v.is_finite()) {
+            return Err(Error::InvalidArgument(format!(
+                "mean {:?} / std {:?} / quantization {:?} give a per-channel scale {scale:?} and \
+                 bias {bias:?} that f32 cannot hold",
+                spec.mean, spec.std, spec.quantization
+            )));
         }
         let f = spec.fill.map(|v| v as f32);
         let raw_fill = match dst.colorspace {
@@ -657,7 +705,8 @@ impl Converter {
         };
         let fill = std::array::from_fn(|c| raw_fill[c] * scale[c] + bias[c]);
 
-        let workers = workers::Workers::new(threads.clamp(1, 64));
+        let workers = workers::Workers::new(threads.clamp(1, 64))
+            .map_err(|e| Error::io(format!("starting {} conversion threads", threads.clamp(1, 64)), e))?;
         let scratch = (0..workers.bands())
             .map(|_| {
                 Mutex::new(Scratch {
@@ -690,12 +739,11 @@ impl Converter {
             plane_downscaled: [false; 3],
             plane_shuffled: [None; 3],
             chroma_pair: None,
-            q14_luma: q14_pairs(&cols_luma.w),
-            q14_chroma: q14_pairs(&cols_chroma.w),
+            wq_luma: weight_pairs(&cols_luma.w),
+            wq_chroma: weight_pairs(&cols_chroma.w),
             weights_luma: cols_luma.w,
             weights_chroma: cols_chroma.w,
             matrix,
-            offsets,
             yuv_bias: std::array::from_fn(|i| -(0..3).map(|j| matrix[i][j] * offsets[j]).sum::<f32>()),
             // The fused loops rely on the matrix's shape (see `kernels::yuv_rows`).
             fused_finish: matches!(dst.dtype, DType::U8 | DType::I8 | DType::F32)
@@ -842,7 +890,12 @@ impl Converter {
             let s = self.format.plane_sampling(p, 1);
             let (bytes, stride) = src.planes[p];
             let (rows, row) = (s.rows(src.height), s.row_bytes(src.width));
-            let need = (rows - 1) * stride + row;
+            let Some(need) = (rows - 1).checked_mul(stride).and_then(|steps| steps.checked_add(row)) else {
+                return Err(Error::InvalidArgument(format!(
+                    "source plane {p}: {rows} rows of {row} bytes at stride {stride} span more than \
+                     usize::MAX bytes"
+                )));
+            };
             if stride < row || bytes.len() < need {
                 return Err(Error::BufferTooSmall {
                     what: format!("source plane {p} ({rows} rows of {row} bytes at stride {stride})"),

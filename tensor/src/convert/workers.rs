@@ -32,23 +32,23 @@ pub(crate) struct Workers {
 }
 
 impl Workers {
-    /// `n` bands in all: the calling thread runs band 0, `n - 1` workers the rest.
-    pub(crate) fn new(n: usize) -> Workers {
+    /// `n` bands in all: the calling thread runs band 0, `n - 1` workers the rest. A thread the
+    /// system will not start is an error; the ones already started stop with the pool.
+    pub(crate) fn new(n: usize) -> std::io::Result<Workers> {
         let shared = Arc::new(Shared {
             job: Mutex::new(Job { generation: 0, panicked: false, task: None, pending: 0, quit: false }),
             wake: Condvar::new(),
             done: Condvar::new(),
         });
-        let threads = (1..n.max(1))
-            .map(|band| {
-                let shared = shared.clone();
-                std::thread::Builder::new()
-                    .name(format!("edgefirst-convert-{band}"))
-                    .spawn(move || worker(&shared, band))
-                    .expect("spawning a conversion worker")
-            })
-            .collect();
-        Workers { shared, threads }
+        let mut pool = Workers { shared, threads: Vec::with_capacity(n.saturating_sub(1)) };
+        for band in 1..n.max(1) {
+            let shared = pool.shared.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("edgefirst-convert-{band}"))
+                .spawn(move || worker(&shared, band))?;
+            pool.threads.push(thread);
+        }
+        Ok(pool)
     }
 
     pub(crate) fn bands(&self) -> usize {
@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn every_band_runs_once_per_frame() {
-        let w = Workers::new(3);
+        let w = Workers::new(3).unwrap();
         let hits = [AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)];
         for _ in 0..100 {
             w.run(&|band| {
@@ -140,7 +140,7 @@ mod tests {
 
     #[test]
     fn a_panicking_band_is_reported_without_hanging_and_the_pool_keeps_working() {
-        let w = Workers::new(2);
+        let w = Workers::new(2).unwrap();
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             w.run(&|band| {
                 if band == 1 {
