@@ -1,16 +1,29 @@
-//! Per-frame cost of turning a 1920×1080 camera frame into a 640×640 letterboxed RGB model input:
-//! edgefirsttensor (uint8, int8, float32 with mean/std) against the stock GStreamer chains that
-//! produce the same picture, and against a memcpy of the same input + output bytes, all measured
-//! in this one process: each case's figure is its fastest stretch of `FRAMES` consecutive frames
-//! over five runs spread across the whole benchmark. Run with
-//! `cargo bench -p gstedgefirst --bench convert` (release build); the table goes into
-//! docs/benchmarks.md.
+//! Per-frame cost of turning a camera frame into a 640×640 letterboxed RGB model input:
+//! edgefirsttensor (uint8, int8, float32 with mean/std, two threads, the AVX2 level) against the
+//! stock GStreamer chains that produce the same picture, libyuv's NV12 chain (NV12Scale +
+//! NV12ToRAW, a reference row linked only into this benchmark), a memcpy row and a floor row, all
+//! measured in this one process.
+//!
+//! Inputs:
+//! - `hot`: one 1920×1080 frame in system memory pushed over and over (stays in cache, never
+//!   mapped) — the old headline, kept as a reference;
+//! - `camera xN`: N memfd frames wrapped once as DMA-BUF memories without KEEP_MAPPED, with a
+//!   GstVideoMeta, pushed in rotation — what v4l2src and libcamerasrc hand over. With 32 frames
+//!   (~100 MB of NV12) every frame comes from DRAM;
+//! - the floor of a camera row: read the source rows a bilinear downscale reads and write the
+//!   output tensor, over the same rotating frames, mapped once.
+//!
+//! Each case's figure is its fastest stretch of `FRAMES` consecutive frames over five rounds
+//! spread across the whole benchmark. Run with `cargo bench -p gstedgefirst --bench convert`
+//! (release build); `BENCH_FORMATS=NV12,YUY2`, `BENCH_INPUTS=camera` and `BENCH_CHAINS=uint8`
+//! (parts of the names) run a subset. The tables go into docs/benchmarks.md.
 
 use gst::prelude::*;
+use gst_allocators::prelude::*;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Instant;
 
-const W: u32 = 1920;
-const H: u32 = 1080;
+const OUT: usize = 640;
 /// Frames in one timed stretch.
 const FRAMES: usize = 120;
 /// Frames a run times, of which the fastest `FRAMES` in a row count.
@@ -25,14 +38,84 @@ fn best_stretch(ends: &[Instant]) -> f64 {
         / FRAMES as f64
 }
 
-/// ms per frame of `chain` between an appsrc pushing one prepared frame repeatedly and a fakesink.
-/// The sink keeps no last sample: one that holds the previous buffer makes every chain's output
-/// pool alternate between two buffers, and a tensor consumer holds none once it has run.
-fn measure(format: &str, chain: &str) -> f64 {
-    let info = gst_video::VideoInfo::builder(gst_video::VideoFormat::from_string(format), W, H)
+#[derive(Clone, Copy, PartialEq)]
+enum Input {
+    Hot,
+    Camera(usize),
+}
+
+impl Input {
+    fn name(self) -> String {
+        match self {
+            Input::Hot => "hot".into(),
+            Input::Camera(n) => format!("camera x{n}"),
+        }
+    }
+}
+
+/// Frames of one input: memfds mapped once (for the rows that read them directly) and the
+/// GStreamer buffers wrapping them.
+struct Frames {
+    info: gst_video::VideoInfo,
+    fds: Vec<OwnedFd>,
+    maps: Vec<&'static [u8]>,
+    buffers: Vec<gst::Buffer>,
+}
+
+fn frames(format: &str, w: u32, h: u32, input: Input) -> Frames {
+    let info = gst_video::VideoInfo::builder(gst_video::VideoFormat::from_string(format), w, h)
         .fps(gst::Fraction::new(30, 1))
         .build()
         .unwrap();
+    let size = info.size();
+    let n = match input {
+        Input::Hot => 1,
+        Input::Camera(n) => n,
+    };
+    let alloc = gst_allocators::DmaBufAllocator::new();
+    let (mut fds, mut maps, mut buffers) = (Vec::new(), Vec::new(), Vec::new());
+    for k in 0..n {
+        let bytes: Vec<u8> = (0..size).map(|i| ((i * 131) ^ (i >> 11) ^ (k * 7919)) as u8).collect();
+        if input == Input::Hot {
+            buffers.push(gst::Buffer::from_slice(bytes));
+            continue;
+        }
+        let fd = unsafe { OwnedFd::from_raw_fd(libc::memfd_create(c"frame".as_ptr(), libc::MFD_CLOEXEC)) };
+        assert_eq!(unsafe { libc::write(fd.as_raw_fd(), bytes.as_ptr().cast(), size) }, size as isize);
+        let m = unsafe { libc::mmap(std::ptr::null_mut(), size, libc::PROT_READ, libc::MAP_SHARED, fd.as_raw_fd(), 0) };
+        assert_ne!(m, libc::MAP_FAILED);
+        maps.push(unsafe { std::slice::from_raw_parts(m as *const u8, size) });
+        let mem = unsafe { alloc.alloc_dmabuf(fd.try_clone().unwrap(), size) }.unwrap();
+        let mut b = gst::Buffer::new();
+        {
+            let b = b.get_mut().unwrap();
+            b.append_memory(mem);
+            let n = info.n_planes() as usize;
+            gst_video::VideoMeta::add_full(
+                b,
+                gst_video::VideoFrameFlags::empty(),
+                info.format(),
+                w,
+                h,
+                &info.offset()[..n],
+                &info.stride()[..n],
+            )
+            .unwrap();
+        }
+        fds.push(fd);
+        buffers.push(b);
+    }
+    Frames { info, fds, maps, buffers }
+}
+
+/// ms per frame of `chain` between an appsrc pushing `frames` in rotation and a fakesink. The
+/// sink keeps no last sample: one that holds the previous buffer makes every chain's output pool
+/// alternate between two buffers, and a tensor consumer holds none once it has run.
+fn measure(frames: &Frames, chain: &str, simd: Option<&str>) -> f64 {
+    match simd {
+        Some(level) => std::env::set_var("EDGEFIRST_CONVERT_SIMD", level),
+        None => std::env::remove_var("EDGEFIRST_CONVERT_SIMD"),
+    }
     let pipeline = gst::parse::launch(&format!(
         "appsrc name=src format=time ! {chain} ! fakesink name=sink sync=false enable-last-sample=false"
     ))
@@ -40,16 +123,9 @@ fn measure(format: &str, chain: &str) -> f64 {
     .downcast::<gst::Pipeline>()
     .unwrap();
     let src = pipeline.by_name("src").unwrap().downcast::<gst_app::AppSrc>().unwrap();
-    src.set_caps(Some(&info.to_caps().unwrap()));
+    src.set_caps(Some(&frames.info.to_caps().unwrap()));
     src.set_max_buffers(4);
     src.set_block(true);
-    let mut frame = gst::Buffer::with_size(info.size()).unwrap();
-    {
-        let mut m = frame.get_mut().unwrap().map_writable().unwrap();
-        for (i, b) in m.iter_mut().enumerate() {
-            *b = ((i * 131) ^ (i >> 11)) as u8;
-        }
-    }
     let ends = std::sync::Arc::new(std::sync::Mutex::new(Vec::with_capacity(WARMUP + TIMED)));
     {
         let ends = ends.clone();
@@ -62,31 +138,86 @@ fn measure(format: &str, chain: &str) -> f64 {
         );
     }
     pipeline.set_state(gst::State::Playing).unwrap();
+    let hot = frames.fds.is_empty();
     for i in 0..WARMUP + TIMED {
-        let mut b = frame.copy();
+        let f = &frames.buffers[i % frames.buffers.len()];
+        // The hot frame is a fresh system-memory copy each time (as before); a camera buffer is
+        // the same memory again under a new buffer, as a driver's queue recycles it.
+        let mut b = if hot { f.copy_deep().unwrap() } else { f.copy() };
         b.get_mut().unwrap().set_pts(gst::ClockTime::from_mseconds(33 * i as u64));
         src.push_buffer(b).unwrap();
     }
     src.end_of_stream().unwrap();
-    let bus = pipeline.bus().unwrap();
-    let msg = bus
-        .timed_pop_filtered(
-            gst::ClockTime::from_seconds(300),
-            &[gst::MessageType::Eos, gst::MessageType::Error],
-        )
+    let msg = pipeline
+        .bus()
+        .unwrap()
+        .timed_pop_filtered(gst::ClockTime::from_seconds(300), &[gst::MessageType::Eos, gst::MessageType::Error])
         .unwrap();
     if let gst::MessageView::Error(e) = msg.view() {
         panic!("{chain}: {} {:?}", e.error(), e.debug());
     }
     pipeline.set_state(gst::State::Null).unwrap();
+    std::env::remove_var("EDGEFIRST_CONVERT_SIMD");
     let ends = ends.lock().unwrap();
     assert_eq!(ends.len(), WARMUP + TIMED, "{chain}: every pushed frame reaches the sink");
-    // A frame's stretch starts where the frame before it ended.
     best_stretch(&ends[WARMUP - 1..])
 }
 
-/// ms to copy the input frame and the output tensor once (the floor any conversion pays to touch
-/// its bytes).
+/// Source rows a 2-tap vertical filter reads for the letterboxed content (pixel centres; a tap
+/// whose weight is zero reads nothing: at exactly 3× every luma row lands on a sample).
+fn rows_read(src_h: usize, dst_h: usize) -> Vec<usize> {
+    let mut rows: Vec<usize> = (0..dst_h)
+        .flat_map(|y| {
+            let s = ((y as f64 + 0.5) * src_h as f64 / dst_h as f64 - 0.5).max(0.0);
+            let r = s.floor() as usize;
+            if s.fract() == 0.0 { vec![r] } else { vec![r, (r + 1).min(src_h - 1)] }
+        })
+        .collect();
+    rows.dedup();
+    rows
+}
+
+/// The floor of a camera row: per frame, read every row a bilinear letterbox reads (each plane's
+/// rows at its own subsampling) and write the 640×640×3 output, over the same rotating frames,
+/// mapped once.
+fn floor(frames: &Frames) -> f64 {
+    let info = &frames.info;
+    let (w, h) = (info.width() as usize, info.height() as usize);
+    let content_h = OUT * h / w;
+    let planes: Vec<(usize, usize, Vec<usize>)> = (0..info.n_planes() as usize)
+        .map(|p| {
+            let ph = info.comp_height(p as u8) as usize;
+            let rows = rows_read(ph, content_h);
+            (info.offset()[p], info.stride()[p] as usize, rows)
+        })
+        .collect();
+    let row_bytes: Vec<usize> = (0..info.n_planes() as usize).map(|p| info.stride()[p] as usize).collect();
+    let mut out = vec![0u8; OUT * OUT * 3];
+    let mut ends = vec![Instant::now()];
+    let mut acc = 0u64;
+    for i in 0..WARMUP + TIMED {
+        let f = frames.maps[i % frames.maps.len()];
+        let mut sum = [0u64; 8];
+        for ((off, stride, rows), &rb) in planes.iter().zip(&row_bytes) {
+            for &r in rows {
+                let row = &f[off + r * stride..off + r * stride + rb];
+                for c in row.chunks_exact(64) {
+                    for (s, q) in sum.iter_mut().zip(c.chunks_exact(8)) {
+                        *s = s.wrapping_add(u64::from_ne_bytes(q.try_into().unwrap()));
+                    }
+                }
+            }
+        }
+        let v = sum.iter().fold(0u64, |a, s| a ^ s) as u8;
+        out.fill(v);
+        acc = acc.wrapping_add(std::hint::black_box(&out)[i % out.len()] as u64);
+        ends.push(Instant::now());
+    }
+    std::hint::black_box(acc);
+    best_stretch(&ends[WARMUP..])
+}
+
+/// ms to copy the input frame and the output tensor once, hot (the old floor row).
 fn memcpy_floor(input: usize, output: usize) -> f64 {
     let a = vec![1u8; input];
     let mut b = vec![0u8; input];
@@ -102,6 +233,86 @@ fn memcpy_floor(input: usize, output: usize) -> f64 {
     best_stretch(&ends[WARMUP..])
 }
 
+#[link(name = "yuv")]
+extern "C" {
+    fn NV12Scale(
+        src_y: *const u8,
+        src_stride_y: i32,
+        src_uv: *const u8,
+        src_stride_uv: i32,
+        src_width: i32,
+        src_height: i32,
+        dst_y: *mut u8,
+        dst_stride_y: i32,
+        dst_uv: *mut u8,
+        dst_stride_uv: i32,
+        dst_width: i32,
+        dst_height: i32,
+        filtering: i32,
+    ) -> i32;
+    fn NV12ToRAW(
+        src_y: *const u8,
+        src_stride_y: i32,
+        src_uv: *const u8,
+        src_stride_uv: i32,
+        dst_raw: *mut u8,
+        dst_stride_raw: i32,
+        width: i32,
+        height: i32,
+    ) -> i32;
+}
+
+/// libyuv's fastest NV12 → RGB letterbox chain on the same frames: NV12Scale (bilinear) into a
+/// small NV12 frame, NV12ToRAW (R, G, B bytes) into the content rows, the padding filled.
+fn libyuv_nv12(frames: &Frames) -> f64 {
+    let info = &frames.info;
+    let (w, h) = (info.width() as i32, info.height() as i32);
+    let ch = (OUT as i32 * h / w) & !1;
+    let top = (OUT as i32 - ch) / 2;
+    let (ys, uvs) = (info.stride()[0], info.stride()[1]);
+    let mut small_y = vec![0u8; OUT * ch as usize];
+    let mut small_uv = vec![0u8; OUT * ch as usize / 2];
+    let mut out = vec![0u8; OUT * OUT * 3];
+    let mut ends = vec![Instant::now()];
+    for i in 0..WARMUP + TIMED {
+        let f = frames.maps[i % frames.maps.len()];
+        let (y, uv) = (f.as_ptr(), unsafe { f.as_ptr().add(info.offset()[1]) });
+        unsafe {
+            NV12Scale(
+                y,
+                ys,
+                uv,
+                uvs,
+                w,
+                h,
+                small_y.as_mut_ptr(),
+                OUT as i32,
+                small_uv.as_mut_ptr(),
+                OUT as i32,
+                OUT as i32,
+                ch,
+                2,
+            );
+            let at = top as usize * OUT * 3;
+            NV12ToRAW(small_y.as_ptr(), OUT as i32, small_uv.as_ptr(), OUT as i32, out.as_mut_ptr().add(at), OUT as i32 * 3, OUT as i32, ch);
+        }
+        let (pad_top, rest) = out.split_at_mut(top as usize * OUT * 3);
+        pad_top.fill(0x80);
+        rest[ch as usize * OUT * 3..].fill(0x80);
+        std::hint::black_box(&out);
+        ends.push(Instant::now());
+    }
+    best_stretch(&ends[WARMUP..])
+}
+
+struct Row {
+    format: String,
+    size: (u32, u32),
+    input: Input,
+    name: String,
+    ms: f64,
+}
+
 fn main() {
     gst::init().unwrap();
     gstedgefirst::plugin_register_static().unwrap();
@@ -110,64 +321,101 @@ fn main() {
     };
     let out = "video/x-raw,format=RGB,width=640,height=640";
     let mean_std = "model-mean=0.485,0.456,0.406 model-std=0.229,0.224,0.225";
-    let chains: Vec<(&str, String)> = vec![
-        ("videoconvertscale n-threads=1", format!("videoconvertscale add-borders=true n-threads=1 ! {out}")),
+    let chains: Vec<(&str, String, Option<&str>)> = vec![
+        ("videoconvertscale n-threads=1", format!("videoconvertscale add-borders=true n-threads=1 ! {out}"), None),
         (
             "videoscale ! videoconvert n-threads=1",
             format!("videoscale add-borders=true n-threads=1 ! video/x-raw,width=640,height=640 ! videoconvert n-threads=1 ! {out}"),
+            None,
         ),
-        ("videoconvertscale (default threads)", format!("videoconvertscale add-borders=true ! {out}")),
-        (
-            "videoscale ! videoconvert (default threads)",
-            format!("videoscale add-borders=true ! video/x-raw,width=640,height=640 ! videoconvert ! {out}"),
-        ),
-        ("edgefirsttensor uint8", ours("uint8", "", 1)),
-        ("edgefirsttensor int8", ours("int8", "", 1)),
-        ("edgefirsttensor float32 + mean/std", ours("float32", mean_std, 1)),
-        ("edgefirsttensor uint8, n-threads=2", ours("uint8", "", 2)),
-        ("identity (the pipeline alone)", "identity".to_string()),
+        ("edgefirsttensor uint8", ours("uint8", "", 1), None),
+        ("edgefirsttensor int8", ours("int8", "", 1), None),
+        ("edgefirsttensor float32 + mean/std", ours("float32", mean_std, 1), None),
+        ("edgefirsttensor uint8, n-threads=2", ours("uint8", "", 2), None),
+        ("edgefirsttensor uint8, AVX2 level", ours("uint8", "", 1), Some("avx2")),
     ];
-    // BENCH_FORMATS=NV12,YUY2 and BENCH_CHAINS=float32 (a part of the row names) run a subset.
-    let only = std::env::var("BENCH_CHAINS").ok();
-    let formats: Vec<String> = match std::env::var("BENCH_FORMATS") {
-        Ok(list) => list.split(',').map(str::to_string).collect(),
-        Err(_) => ["NV12", "YUY2", "RGBA"].map(str::to_string).to_vec(),
+    let pick = |var: &str, default: &[&str]| -> Vec<String> {
+        match std::env::var(var) {
+            Ok(list) => list.split(',').map(str::to_string).collect(),
+            Err(_) => default.iter().map(|s| s.to_string()).collect(),
+        }
     };
+    let only_chain = std::env::var("BENCH_CHAINS").ok();
+    let only_input = std::env::var("BENCH_INPUTS").ok();
+    // 1920×1080 is an exact 3× downscale to 640 wide; 1600×900 (2.5×) is not.
+    let mut cases: Vec<(String, (u32, u32), Input)> = Vec::new();
+    for format in pick("BENCH_FORMATS", &["NV12", "YUY2", "RGBA"]) {
+        for input in [Input::Hot, Input::Camera(8), Input::Camera(32)] {
+            cases.push((format.clone(), (1920, 1080), input));
+        }
+        cases.push((format.clone(), (1600, 900), Input::Camera(8)));
+    }
+    cases.retain(|(_, _, input)| only_input.as_ref().is_none_or(|o| input.name().contains(o.as_str())));
+    let mut best: Vec<Vec<f64>> = vec![vec![f64::MAX; chains.len() + 3]; cases.len()];
     // Five rounds over every case, keeping each case's best: this VM's noise comes in bursts, and
     // spreading a case's runs over the whole benchmark keeps one burst from deciding it.
-    let mut best = vec![vec![f64::MAX; chains.len() + 1]; formats.len()];
     for _round in 0..5 {
-        for (f, format) in formats.iter().enumerate() {
-            for (c, (name, chain)) in chains.iter().enumerate() {
-                if only.as_ref().is_none_or(|o| name.contains(o.as_str())) {
-                    best[f][c] = best[f][c].min(measure(format, chain));
+        for (k, (format, (w, h), input)) in cases.iter().enumerate() {
+            let fr = frames(format, *w, *h, *input);
+            for (c, (name, chain, simd)) in chains.iter().enumerate() {
+                if only_chain.as_ref().is_none_or(|o| name.contains(o.as_str())) {
+                    best[k][c] = best[k][c].min(measure(&fr, chain, *simd));
                 }
             }
-            let in_bytes = gst_video::VideoInfo::builder(gst_video::VideoFormat::from_string(format), W, H)
-                .build()
-                .unwrap()
-                .size();
-            best[f][chains.len()] = best[f][chains.len()].min(memcpy_floor(in_bytes, 640 * 640 * 3));
+            let n = chains.len();
+            match input {
+                Input::Hot => best[k][n] = best[k][n].min(memcpy_floor(fr.info.size(), OUT * OUT * 3)),
+                Input::Camera(_) => {
+                    best[k][n + 1] = best[k][n + 1].min(floor(&fr));
+                    if format == "NV12" {
+                        best[k][n + 2] = best[k][n + 2].min(libyuv_nv12(&fr));
+                    }
+                }
+            }
+            for m in &fr.maps {
+                unsafe { libc::munmap(m.as_ptr() as *mut _, m.len()) };
+            }
         }
     }
-    println!("| input | chain | ms/frame | vs videoconvertscale | vs videoscale ! videoconvert |");
-    println!("|---|---|---:|---:|---:|");
-    for (f, format) in formats.iter().enumerate() {
-        let (vcs, vs) = (best[f][0], best[f][1]);
-        let names = chains.iter().map(|(n, _)| *n).chain(std::iter::once("memcpy of input + output"));
-        for (name, ms) in names.zip(&best[f]).filter(|(_, ms)| **ms < f64::MAX) {
-            println!("| {format} | {name} | {ms:.3} | {} | {} |", ratio(vcs, *ms), ratio(vs, *ms));
+    let extra = ["memcpy of input + output (hot)", "floor: read the filter's rows + write the output", "libyuv NV12Scale + NV12ToRAW"];
+    let mut rows = Vec::new();
+    for (k, (format, size, input)) in cases.iter().enumerate() {
+        let names = chains.iter().map(|(n, _, _)| n.to_string()).chain(extra.iter().map(|s| s.to_string()));
+        for (name, &ms) in names.zip(&best[k]) {
+            if ms < f64::MAX {
+                rows.push(Row { format: format.clone(), size: *size, input: *input, name, ms });
+            }
         }
     }
-    // The other two targets, per input: float32 over uint8, uint8 over the memcpy row.
-    let row = |f: usize, part: &str| chains.iter().position(|(n, _)| n.contains(part)).map(|c| best[f][c]);
+    println!("| input | frames | chain | ms/frame | vs videoconvertscale |");
+    println!("|---|---|---|---:|---:|");
+    let get = |k: usize, part: &str| -> f64 {
+        let (format, size, input) = &cases[k];
+        rows.iter()
+            .find(|r| &r.format == format && r.size == *size && r.input == *input && r.name.contains(part))
+            .map_or(f64::MAX, |r| r.ms)
+    };
+    for (k, (format, (w, h), input)) in cases.iter().enumerate() {
+        let vcs = get(k, "videoconvertscale");
+        for r in rows.iter().filter(|r| &r.format == format && r.size == (*w, *h) && r.input == *input) {
+            println!("| {format} {w}×{h} | {} | {} | {:.3} | {} |", input.name(), r.name, r.ms, ratio(vcs, r.ms));
+        }
+    }
     println!();
-    println!("| input | float32 / uint8 | uint8 / memcpy |");
-    println!("|---|---:|---:|");
-    for (f, format) in formats.iter().enumerate() {
-        let (u8_ms, f32_ms) =
-            (row(f, "edgefirsttensor uint8").unwrap_or(f64::MAX), row(f, "float32").unwrap_or(f64::MAX));
-        println!("| {format} | {} | {} |", ratio(f32_ms, u8_ms), ratio(u8_ms, best[f][chains.len()]));
+    println!("| input | frames | uint8 / floor | float32 / uint8 | 1 thread / 2 threads | libyuv / uint8 | libyuv / uint8 AVX2 | uint8 / memcpy (hot) |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    for (k, (format, (w, h), input)) in cases.iter().enumerate() {
+        let u8_ms = get(k, "edgefirsttensor uint8");
+        println!(
+            "| {format} {w}×{h} | {} | {} | {} | {} | {} | {} | {} |",
+            input.name(),
+            ratio(u8_ms, get(k, "floor")),
+            ratio(get(k, "float32"), u8_ms),
+            ratio(u8_ms, get(k, "n-threads=2")),
+            ratio(get(k, "libyuv"), u8_ms),
+            ratio(get(k, "libyuv"), get(k, "AVX2")),
+            ratio(u8_ms, get(k, "memcpy")),
+        );
     }
 }
 
