@@ -392,6 +392,61 @@ unsafe fn rows_avx2(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range
     rows_generic(c, src, dst, rows, s)
 }
 
+/// Output rows ahead whose source rows are asked for while this one is converted. Measured on 32
+/// rotating 1080p frames (uint8, 640 letterbox): none 0.27 / 0.20 / 0.60 ms (NV12 / YUY2 / RGBA),
+/// 1 row 0.150 / 0.150 / 0.341, 2 rows 0.154 / 0.151 / 0.332, 4 rows 0.162 / 0.148 / 0.343,
+/// 8 rows 0.155 / 0.156 / 0.357.
+const PREFETCH_AHEAD: usize = 2;
+
+/// A camera frame arrives cold: its rows are in DRAM, and a downscale jumps between them, so the
+/// hardware's stream prefetcher restarts on every row. The source rows that output row `cy +
+/// PREFETCH_AHEAD` will read (each plane's window, both taps) are requested now, one line at a
+/// time; a chroma row shared with the output row before it was requested then.
+#[inline(always)]
+fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize) {
+    let ahead = cy + PREFETCH_AHEAD;
+    if ahead >= c.content.rect.height {
+        return;
+    }
+    for p in 0..c.format.num_planes() {
+        let (lo, hi) = c.plane_window[p];
+        if hi <= lo {
+            continue;
+        }
+        let axis = if c.plane_chroma_rows[p] { &c.rows_chroma } else { &c.rows_luma };
+        let (i0, i1, w) = (axis.i0[ahead], axis.i1[ahead], axis.w[ahead]);
+        if axis.i0[ahead - 1] == i0 && axis.i1[ahead - 1] == i1 {
+            continue;
+        }
+        let (bytes, stride) = src.planes[p];
+        let second = (w != 0.0 && i1 != i0).then_some(i1);
+        for r in std::iter::once(i0).chain(second) {
+            let start = (r * stride + lo).min(bytes.len());
+            let end = (r * stride + hi).min(bytes.len());
+            let mut at = start;
+            while at < end {
+                prefetch(bytes.as_ptr().wrapping_add(at));
+                at += 64;
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    // A hint: it never faults, and it changes no byte of the result.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(target_arch = "aarch64")]
+    unsafe {
+        std::arch::asm!("prfm pldl1keep, [{0}]", in(reg) p, options(nostack, readonly, preserves_flags));
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let _ = p;
+}
+
 #[inline(always)]
 fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usize>, s: &mut Scratch) {
     let rect = c.content.rect;
@@ -402,6 +457,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
     pad(c, dst, below, rows.end - below, 0, c.dst.width);
     for y in rows.start.max(content.start)..rows.end.min(content.end) {
         let cy = y - rect.y;
+        prefetch_ahead(c, src, cy);
         // Per plane, one of two orders. With AVX2, where the taps are dense (shuffle plan) or
         // sparse (a quarter of the window or less), they are read straight from the two source
         // rows' bytes — by byte shuffles, or a dword gather per tap bringing every component of a
