@@ -163,3 +163,75 @@ fn camera_frames_converted_into_pool_dmabufs() {
     assert!(dma >= 15);
     assert_eq!(other, 0);
 }
+
+/// The camera's DMA-BUF frames are read through the import's kept mapping (sync ioctls around
+/// each read): every converted tensor equals the conversion of the same frame's bytes copied to
+/// system memory and read through GStreamer's map.
+#[test]
+fn camera_frames_read_through_the_kept_mapping_convert_like_system_memory() {
+    init();
+    let pipeline = gst::parse::launch(
+        "v4l2src device=/dev/video0 io-mode=dmabuf num-buffers=24 ! video/x-raw,format=NV12,width=640,height=480 \
+         ! edgefirsttensor name=t model-width=320 model-height=320 ! fakesink name=sink sync=false",
+    )
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    type Frames = Arc<std::sync::Mutex<std::collections::BTreeMap<u64, (Vec<u8>, Vec<usize>, Vec<i32>)>>>;
+    let inputs: Frames = Default::default();
+    let outputs: Arc<std::sync::Mutex<std::collections::BTreeMap<u64, Vec<u8>>>> = Default::default();
+    {
+        let inputs = inputs.clone();
+        let t = pipeline.by_name("t").unwrap();
+        t.static_pad("sink").unwrap().add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+            let b = info.buffer().unwrap();
+            let vm = b.meta::<gst_video::VideoMeta>().expect("v4l2src adds a video meta");
+            let layout = (vm.offset().to_vec(), vm.stride().to_vec());
+            let bytes = b.map_readable().unwrap().to_vec();
+            inputs.lock().unwrap().insert(b.pts().unwrap().nseconds(), (bytes, layout.0, layout.1));
+            gst::PadProbeReturn::Ok
+        });
+        let outputs = outputs.clone();
+        pipeline.by_name("sink").unwrap().static_pad("sink").unwrap().add_probe(
+            gst::PadProbeType::BUFFER,
+            move |_, info| {
+                let b = info.buffer().unwrap();
+                outputs
+                    .lock()
+                    .unwrap()
+                    .insert(b.pts().unwrap().nseconds(), b.map_readable().unwrap().to_vec());
+                gst::PadProbeReturn::Ok
+            },
+        );
+    }
+    run_to_eos(pipeline.upcast_ref(), 240).unwrap_or_else(|e| panic!("pipeline error: {e}"));
+    let t = pipeline.by_name("t").unwrap();
+    assert!(t.property::<u64>("import-hits") > 0, "frames came back to the cache");
+    let mut h = gst_check::Harness::new("edgefirsttensor");
+    let el = h.element().unwrap();
+    el.set_property_from_str("model-width", "320");
+    el.set_property_from_str("model-height", "320");
+    h.play();
+    h.set_src_caps(video_caps(gst_video::VideoFormat::Nv12, 640, 480));
+    let (inputs, outputs) = (inputs.lock().unwrap(), outputs.lock().unwrap());
+    let mut compared = 0;
+    for (pts, out) in outputs.iter() {
+        let (bytes, offsets, strides) = &inputs[pts];
+        let mut sys = gst::Buffer::from_slice(bytes.clone());
+        gst_video::VideoMeta::add_full(
+            sys.get_mut().unwrap(),
+            gst_video::VideoFrameFlags::empty(),
+            gst_video::VideoFormat::Nv12,
+            640,
+            480,
+            offsets,
+            strides,
+        )
+        .unwrap();
+        let want = h.push_and_pull(sys).unwrap();
+        assert_eq!(out[..], want.map_readable().unwrap()[..], "frame at {pts} ns");
+        compared += 1;
+    }
+    println!("kernel lane: {compared} vivid DMA-BUF frames read through the kept mapping, each equal to its system-memory conversion");
+    assert!(compared >= 15);
+}
