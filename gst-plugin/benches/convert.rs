@@ -82,9 +82,15 @@ fn frames(format: &str, w: u32, h: u32, input: Input) -> Frames {
         }
         let fd = unsafe { OwnedFd::from_raw_fd(libc::memfd_create(c"frame".as_ptr(), libc::MFD_CLOEXEC)) };
         assert_eq!(unsafe { libc::write(fd.as_raw_fd(), bytes.as_ptr().cast(), size) }, size as isize);
-        let m = unsafe { libc::mmap(std::ptr::null_mut(), size, libc::PROT_READ, libc::MAP_SHARED, fd.as_raw_fd(), 0) };
+        let m = unsafe {
+            libc::mmap(std::ptr::null_mut(), size, libc::PROT_READ, libc::MAP_SHARED, fd.as_raw_fd(), 0)
+        };
         assert_ne!(m, libc::MAP_FAILED);
-        maps.push(unsafe { std::slice::from_raw_parts(m as *const u8, size) });
+        let map = unsafe { std::slice::from_raw_parts(m as *const u8, size) };
+        // Populated now, as the element's kept mapping is during the warm-up: no row times a
+        // page's first fault.
+        std::hint::black_box(map.iter().step_by(4096).fold(0u8, |a, &b| a ^ b));
+        maps.push(map);
         let mem = unsafe { alloc.alloc_dmabuf(fd.try_clone().unwrap(), size) }.unwrap();
         let mut b = gst::Buffer::new();
         {
@@ -111,7 +117,7 @@ fn frames(format: &str, w: u32, h: u32, input: Input) -> Frames {
 /// ms per frame of `chain` between an appsrc pushing `frames` in rotation and a fakesink. The
 /// sink keeps no last sample: one that holds the previous buffer makes every chain's output pool
 /// alternate between two buffers, and a tensor consumer holds none once it has run.
-fn measure(frames: &Frames, chain: &str, simd: Option<&str>) -> f64 {
+fn measure(frames: &Frames, chain: &str, simd: Option<&str>) -> (f64, f64) {
     match simd {
         Some(level) => std::env::set_var("EDGEFIRST_CONVERT_SIMD", level),
         None => std::env::remove_var("EDGEFIRST_CONVERT_SIMD"),
@@ -126,7 +132,9 @@ fn measure(frames: &Frames, chain: &str, simd: Option<&str>) -> f64 {
     src.set_caps(Some(&frames.info.to_caps().unwrap()));
     src.set_max_buffers(4);
     src.set_block(true);
-    let ends = std::sync::Arc::new(std::sync::Mutex::new(Vec::with_capacity(WARMUP + TIMED)));
+    // Every camera buffer once before timing: its first use imports and maps it.
+    let warmup = WARMUP.max(frames.buffers.len() + 2);
+    let ends = std::sync::Arc::new(std::sync::Mutex::new(Vec::with_capacity(warmup + TIMED)));
     {
         let ends = ends.clone();
         pipeline.by_name("sink").unwrap().static_pad("sink").unwrap().add_probe(
@@ -139,7 +147,11 @@ fn measure(frames: &Frames, chain: &str, simd: Option<&str>) -> f64 {
     }
     pipeline.set_state(gst::State::Playing).unwrap();
     let hot = frames.fds.is_empty();
-    for i in 0..WARMUP + TIMED {
+    let mut faults = (0, 0);
+    for i in 0..warmup + TIMED {
+        if i == warmup {
+            faults.0 = minor_faults();
+        }
         let f = &frames.buffers[i % frames.buffers.len()];
         // The hot frame is a fresh system-memory copy each time (as before); a camera buffer is
         // the same memory again under a new buffer, as a driver's queue recycles it.
@@ -151,16 +163,27 @@ fn measure(frames: &Frames, chain: &str, simd: Option<&str>) -> f64 {
     let msg = pipeline
         .bus()
         .unwrap()
-        .timed_pop_filtered(gst::ClockTime::from_seconds(300), &[gst::MessageType::Eos, gst::MessageType::Error])
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(300),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        )
         .unwrap();
     if let gst::MessageView::Error(e) = msg.view() {
         panic!("{chain}: {} {:?}", e.error(), e.debug());
     }
+    faults.1 = minor_faults();
     pipeline.set_state(gst::State::Null).unwrap();
     std::env::remove_var("EDGEFIRST_CONVERT_SIMD");
     let ends = ends.lock().unwrap();
-    assert_eq!(ends.len(), WARMUP + TIMED, "{chain}: every pushed frame reaches the sink");
-    best_stretch(&ends[WARMUP - 1..])
+    assert_eq!(ends.len(), warmup + TIMED, "{chain}: every pushed frame reaches the sink");
+    (best_stretch(&ends[warmup - 1..]), (faults.1 - faults.0) as f64 / TIMED as f64)
+}
+
+/// Minor page faults of the whole process so far (every thread of the pipeline included).
+fn minor_faults() -> i64 {
+    let mut u = unsafe { std::mem::zeroed::<libc::rusage>() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    u.ru_minflt
 }
 
 /// Source rows a 2-tap vertical filter reads for the letterboxed content (pixel centres; a tap
@@ -170,7 +193,11 @@ fn rows_read(src_h: usize, dst_h: usize) -> Vec<usize> {
         .flat_map(|y| {
             let s = ((y as f64 + 0.5) * src_h as f64 / dst_h as f64 - 0.5).max(0.0);
             let r = s.floor() as usize;
-            if s.fract() == 0.0 { vec![r] } else { vec![r, (r + 1).min(src_h - 1)] }
+            if s.fract() == 0.0 {
+                vec![r]
+            } else {
+                vec![r, (r + 1).min(src_h - 1)]
+            }
         })
         .collect();
     rows.dedup();
@@ -294,7 +321,16 @@ fn libyuv_nv12(frames: &Frames) -> f64 {
                 2,
             );
             let at = top as usize * OUT * 3;
-            NV12ToRAW(small_y.as_ptr(), OUT as i32, small_uv.as_ptr(), OUT as i32, out.as_mut_ptr().add(at), OUT as i32 * 3, OUT as i32, ch);
+            NV12ToRAW(
+                small_y.as_ptr(),
+                OUT as i32,
+                small_uv.as_ptr(),
+                OUT as i32,
+                out.as_mut_ptr().add(at),
+                OUT as i32 * 3,
+                OUT as i32,
+                ch,
+            );
         }
         let (pad_top, rest) = out.split_at_mut(top as usize * OUT * 3);
         pad_top.fill(0x80);
@@ -311,6 +347,8 @@ struct Row {
     input: Input,
     name: String,
     ms: f64,
+    /// Minor page faults per timed frame, the whole process (fewest over the rounds).
+    faults: Option<f64>,
 }
 
 fn main() {
@@ -352,6 +390,7 @@ fn main() {
     }
     cases.retain(|(_, _, input)| only_input.as_ref().is_none_or(|o| input.name().contains(o.as_str())));
     let mut best: Vec<Vec<f64>> = vec![vec![f64::MAX; chains.len() + 3]; cases.len()];
+    let mut faults: Vec<Vec<f64>> = vec![vec![f64::MAX; chains.len()]; cases.len()];
     // Five rounds over every case, keeping each case's best: this VM's noise comes in bursts, and
     // spreading a case's runs over the whole benchmark keeps one burst from deciding it.
     for _round in 0..5 {
@@ -359,7 +398,9 @@ fn main() {
             let fr = frames(format, *w, *h, *input);
             for (c, (name, chain, simd)) in chains.iter().enumerate() {
                 if only_chain.as_ref().is_none_or(|o| name.contains(o.as_str())) {
-                    best[k][c] = best[k][c].min(measure(&fr, chain, *simd));
+                    let (ms, f) = measure(&fr, chain, *simd);
+                    best[k][c] = best[k][c].min(ms);
+                    faults[k][c] = faults[k][c].min(f);
                 }
             }
             let n = chains.len();
@@ -377,18 +418,23 @@ fn main() {
             }
         }
     }
-    let extra = ["memcpy of input + output (hot)", "floor: read the filter's rows + write the output", "libyuv NV12Scale + NV12ToRAW"];
+    let extra = [
+        "memcpy of input + output (hot)",
+        "floor: read the filter's rows + write the output",
+        "libyuv NV12Scale + NV12ToRAW",
+    ];
     let mut rows = Vec::new();
     for (k, (format, size, input)) in cases.iter().enumerate() {
         let names = chains.iter().map(|(n, _, _)| n.to_string()).chain(extra.iter().map(|s| s.to_string()));
-        for (name, &ms) in names.zip(&best[k]) {
+        for (c, (name, &ms)) in names.zip(&best[k]).enumerate() {
             if ms < f64::MAX {
-                rows.push(Row { format: format.clone(), size: *size, input: *input, name, ms });
+                let faults = faults[k].get(c).copied().filter(|f| *f < f64::MAX);
+                rows.push(Row { format: format.clone(), size: *size, input: *input, name, ms, faults });
             }
         }
     }
-    println!("| input | frames | chain | ms/frame | vs videoconvertscale |");
-    println!("|---|---|---|---:|---:|");
+    println!("| input | frames | chain | ms/frame | vs videoconvertscale | faults/frame |");
+    println!("|---|---|---|---:|---:|---:|");
     let get = |k: usize, part: &str| -> f64 {
         let (format, size, input) = &cases[k];
         rows.iter()
@@ -398,7 +444,14 @@ fn main() {
     for (k, (format, (w, h), input)) in cases.iter().enumerate() {
         let vcs = get(k, "videoconvertscale");
         for r in rows.iter().filter(|r| &r.format == format && r.size == (*w, *h) && r.input == *input) {
-            println!("| {format} {w}×{h} | {} | {} | {:.3} | {} |", input.name(), r.name, r.ms, ratio(vcs, r.ms));
+            let faults = r.faults.map_or("–".to_string(), |f| format!("{f:.1}"));
+            println!(
+                "| {format} {w}×{h} | {} | {} | {:.3} | {} | {faults} |",
+                input.name(),
+                r.name,
+                r.ms,
+                ratio(vcs, r.ms)
+            );
         }
     }
     println!();
