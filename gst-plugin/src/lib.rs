@@ -14,6 +14,7 @@ pub mod edgefirsttensor;
 pub mod import_cache;
 pub mod meta;
 pub mod model;
+pub mod negotiate;
 pub mod pool;
 pub mod video;
 

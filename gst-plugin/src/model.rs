@@ -101,6 +101,20 @@ pub enum ModelDtype {
 }
 
 impl ModelDtype {
+    pub const ALL: [ModelDtype; 11] = [
+        ModelDtype::Uint8,
+        ModelDtype::Int8,
+        ModelDtype::Uint16,
+        ModelDtype::Int16,
+        ModelDtype::Uint32,
+        ModelDtype::Int32,
+        ModelDtype::Uint64,
+        ModelDtype::Int64,
+        ModelDtype::Float16,
+        ModelDtype::Float32,
+        ModelDtype::Float64,
+    ];
+
     pub fn dtype(self) -> edgefirst_tensor::DType {
         edgefirst_tensor::DType::ALL[self as usize]
     }
@@ -161,6 +175,8 @@ pub struct Settings {
     /// Per property: why the last value given was refused. GObject setters cannot fail, so a
     /// refusal is kept here and stops the element at its start with this text.
     refused: BTreeMap<&'static str, String>,
+    /// The properties the user set (with a value that was taken): these win over downstream caps.
+    set_by_user: std::collections::BTreeSet<&'static str>,
 }
 
 impl Default for Settings {
@@ -181,6 +197,7 @@ impl Default for Settings {
             n_threads: 1,
             source_region: None,
             refused: BTreeMap::new(),
+            set_by_user: Default::default(),
         }
     }
 }
@@ -211,29 +228,29 @@ pub fn properties() -> Vec<glib::ParamSpec> {
     vec![
         glib::ParamSpecUInt::builder("model-width")
             .nick("Model width")
-            .blurb("Width of the model input in pixels (0: the input's width)")
+            .blurb("Width of the model input in pixels (0: from downstream caps, else the input's width)")
             .maximum(16384)
             .mutable_ready()
             .build(),
         glib::ParamSpecUInt::builder("model-height")
             .nick("Model height")
-            .blurb("Height of the model input in pixels (0: the input's height)")
+            .blurb("Height of the model input in pixels (0: from downstream caps, else the input's height)")
             .maximum(16384)
             .mutable_ready()
             .build(),
         glib::ParamSpecEnum::builder_with_default("model-colorspace", ModelColorspace::Rgb)
             .nick("Model colour space")
-            .blurb("Channels the model expects")
+            .blurb("Channels the model expects (unset: from downstream caps — the channel count or video format — else rgb)")
             .mutable_ready()
             .build(),
         glib::ParamSpecEnum::builder_with_default("model-layout", ModelLayout::Hwc)
             .nick("Model layout")
-            .blurb("Interleaved (hwc) or planar (chw) tensor")
+            .blurb("Interleaved (hwc) or planar (chw) tensor (unset: from the order of downstream's dimensions, else hwc)")
             .mutable_ready()
             .build(),
         glib::ParamSpecEnum::builder_with_default("model-dtype", ModelDtype::Uint8)
             .nick("Model element type")
-            .blurb("Element type of the tensor")
+            .blurb("Element type of the tensor (unset: from downstream's types, else uint8)")
             .mutable_ready()
             .build(),
         glib::ParamSpecBoolean::builder("letterbox")
@@ -429,12 +446,19 @@ impl Settings {
         match outcome {
             Ok(()) => {
                 self.refused.remove(pspec_name);
+                // `letterbox` and `fit` say the same thing.
+                self.set_by_user.insert(if pspec_name == "letterbox" { "fit" } else { pspec_name });
             }
             Err(e) => {
                 self.refused.insert(pspec_name, e);
             }
         }
         true
+    }
+
+    /// Whether the user set `name` (then it wins over what downstream caps say).
+    pub fn is_set(&self, name: &str) -> bool {
+        self.set_by_user.contains(name)
     }
 
     /// Why the element must not start: every property whose last value was refused.

@@ -72,7 +72,7 @@ impl Default for EdgeFirstTensor {
 
 impl EdgeFirstTensor {
     fn refuse(&self, msg: String) -> gst::LoggableError {
-        gst::element_imp_error!(self, gst::CoreError::Negotiation, ["{}", msg]);
+        gst::element_imp_error!(self, gst::CoreError::Negotiation, ("{}", msg));
         gst::loggable_error!(CAT, "{}", msg)
     }
 
@@ -363,26 +363,9 @@ impl BaseTransformImpl for EdgeFirstTensor {
             for (s, features) in caps.iter_with_features() {
                 match direction {
                     gst::PadDirection::Sink => {
-                        let (w, h) = (s.get::<i32>("width").ok(), s.get::<i32>("height").ok());
-                        let framerate = s.get::<gst::Fraction>("framerate").ok();
-                        let model = match (settings.model_width, settings.model_height, w, h) {
-                            (mw, mh, _, _) if mw > 0 && mh > 0 => Some((mw, mh)),
-                            (_, _, Some(w), Some(h)) => Some(settings.model_size(w as u32, h as u32)),
-                            _ => None,
-                        };
                         // The model tensor first: a permissive downstream gets what a model needs.
-                        if let Some((mw, mh)) = model {
-                            out.append(settings.tensor_caps(mw, mh, framerate).to_caps());
-                            if let Some(f) = settings.image_output() {
-                                let mut b = gst_video::VideoCapsBuilder::new()
-                                    .format(f)
-                                    .width(mw as i32)
-                                    .height(mh as i32);
-                                if let Some(r) = framerate {
-                                    b = b.framerate(r);
-                                }
-                                out.append(b.build());
-                            }
+                        for offer in crate::negotiate::offered(&settings, s) {
+                            out.append_structure(offer);
                         }
                         // Then the frame itself, untouched.
                         out.append_structure_full(s.to_owned(), Some(features.to_owned()));
@@ -400,13 +383,34 @@ impl BaseTransformImpl for EdgeFirstTensor {
         })
     }
 
+    fn fixate_caps(
+        &self,
+        direction: gst::PadDirection,
+        caps: &gst::Caps,
+        mut othercaps: gst::Caps,
+    ) -> gst::Caps {
+        if direction == gst::PadDirection::Sink {
+            let input = caps.structure(0);
+            let side =
+                |f: &str| input.and_then(|s| s.get::<i32>(f).ok()).filter(|&v| v > 0).unwrap_or(1) as u32;
+            let settings = self.settings.lock().unwrap().clone();
+            othercaps.truncate();
+            if let Some(s) = othercaps.make_mut().structure_mut(0) {
+                crate::negotiate::fixate(&settings, side("width"), side("height"), s);
+            }
+        }
+        self.parent_fixate_caps(direction, caps, othercaps)
+    }
+
     fn set_caps(&self, incaps: &gst::Caps, outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
         let info = gst_video::VideoInfo::from_caps(incaps)
             .map_err(|_| self.refuse(format!("not video: {incaps}")))?;
         let format = pixel_format(info.format())
             .ok_or_else(|| self.refuse(format!("{} is not an input format", info.format().to_str())))?;
-        let settings = self.settings.lock().unwrap().clone();
         let s = outcaps.structure(0).ok_or_else(|| self.refuse("empty output caps".into()))?;
+        // What the properties set, and the rest from the caps.
+        let settings =
+            crate::negotiate::resolve(&self.settings.lock().unwrap(), s).map_err(|e| self.refuse(e))?;
         let (w, h) = (info.width(), info.height());
         settings.check_region(w, h).map_err(|e| self.refuse(e))?;
         // The input's YUV matrix; BT.601 limited where the caps say nothing usable.
@@ -441,7 +445,10 @@ impl BaseTransformImpl for EdgeFirstTensor {
         } else {
             let asked = TensorCaps::from_structure(s).map_err(|e| self.refuse(e))?;
             let ours = settings.tensor_caps(w, h, asked.framerate);
-            if (asked.dtype, &asked.dims) != (ours.dtype, &ours.dims) {
+            // NNStreamer writes a batch of one or leaves it out; the meta always has it.
+            let same_dims =
+                asked.dims == ours.dims || (asked.dims.len() == 3 && asked.dims[..] == ours.dims[..3]);
+            if asked.dtype != ours.dtype || !same_dims {
                 return Err(self.refuse(format!(
                     "downstream asked for {} {} but the properties describe {} {}",
                     asked.dtype,
@@ -513,8 +520,10 @@ impl BaseTransformImpl for EdgeFirstTensor {
         Ok(())
     }
 
-    /// Converted frames are always written into an edgefirst pool buffer (a DMA-BUF where the
-    /// machine has a heap), whatever downstream offered: the tensor is never copied afterwards.
+    /// Converted tensors go straight into downstream's buffers when its allocation answer carries a
+    /// pool that can hold them (a DMA-BUF one first): an NPU or GPU element's own input buffers,
+    /// which it would otherwise copy ours into. Otherwise, and for video frames (whose pitch the
+    /// plan fixes), into an edgefirst pool buffer (a DMA-BUF where the machine has a heap).
     fn decide_allocation(&self, query: &mut gst::query::Allocation) -> Result<(), gst::LoggableError> {
         let (Some(caps), _) = query.get() else {
             return Err(gst::loggable_error!(CAT, "allocation query without caps"));
@@ -522,16 +531,27 @@ impl BaseTransformImpl for EdgeFirstTensor {
         let caps = caps.to_owned();
         let size = output_size(&caps).ok_or_else(|| self.refuse(format!("no buffer size for {caps}")))?;
         let size = pool_size(size).map_err(|e| self.refuse(format!("{caps}: {e}")))?;
-        // One buffer made ready, more on demand: a tensor returned before the next frame comes
-        // back still in cache (measured: float32 1080p → 640 at 0.42 ms a frame with two made
-        // ready, 0.37 with one).
-        let min_buffers = 1;
-        let (pool, size) = crate::BufferPool::configured(&caps, size, min_buffers, 0)
-            .map_err(|e| gst::loggable_error!(CAT, "edgefirst pool refused {caps}: {e}"))?;
+        let tensor = caps.structure(0).is_some_and(|s| s.name() == TENSORS_MEDIA_TYPE);
+        let theirs = if tensor { downstream_pool(query, &caps, size) } else { None };
+        let (pool, size, min, max) = match theirs {
+            Some(p) => {
+                gst::info!(CAT, imp = self, "converting into downstream's pool {}", p.0.name());
+                p
+            }
+            None => {
+                // One buffer made ready, more on demand: a tensor returned before the next frame
+                // comes back still in cache (measured: float32 1080p → 640 at 0.42 ms a frame with
+                // two made ready, 0.37 with one).
+                let min_buffers = 1;
+                let (pool, size) = crate::BufferPool::configured(&caps, size, min_buffers, 0)
+                    .map_err(|e| gst::loggable_error!(CAT, "edgefirst pool refused {caps}: {e}"))?;
+                (pool.upcast(), size, min_buffers, 0)
+            }
+        };
         while query.allocation_pools().len() > 0 {
             query.remove_nth_allocation_pool(0);
         }
-        query.add_allocation_pool(Some(&pool), size, min_buffers, 0);
+        query.add_allocation_pool(Some(&pool), size, min, max);
         self.parent_decide_allocation(query)
     }
 
@@ -620,6 +640,10 @@ impl BaseTransformImpl for EdgeFirstTensor {
             })?;
         }
         drop(input);
+        // A downstream pool's buffer may be larger than the tensor; consumers read its size.
+        if outbuf.size() > conv.dst().bytes() {
+            outbuf.set_size(conv.dst().bytes());
+        }
         let info = Self::converted_info(neg, conv, buffer_id, neg.quantization);
         TensorMeta::add(outbuf, &info);
         Ok(gst::FlowSuccess::Ok)
@@ -636,6 +660,34 @@ fn output_size(caps: &gst::Caps) -> Option<usize> {
     }
     let info = gst_video::VideoInfo::from_caps(caps).ok()?;
     crate::video::pool_layout(&info).ok().map(|l| l.size)
+}
+
+/// Downstream's pool from an allocation answer, when one can serve `size`-byte tensors: configured
+/// for them (or, if already active, already big enough). DMA-BUF pools are tried first.
+fn downstream_pool(
+    query: &gst::query::Allocation,
+    caps: &gst::Caps,
+    size: u32,
+) -> Option<(gst::BufferPool, u32, u32, u32)> {
+    let mut offered: Vec<_> =
+        query.allocation_pools().filter_map(|(p, s, min, max)| p.map(|p| (p, s, min, max))).collect();
+    let dmabuf = |p: &gst::BufferPool| {
+        p.is::<crate::BufferPool>()
+            || p.config()
+                .allocator()
+                .and_then(|(a, _)| a)
+                .is_some_and(|a| a.is::<gst_allocators::DmaBufAllocator>())
+    };
+    offered.sort_by_key(|(p, ..)| !dmabuf(p));
+    offered.into_iter().find_map(|(pool, psize, min, max)| {
+        if !pool.is_active() {
+            let mut config = pool.config();
+            config.set_params(Some(caps), size.max(psize), min, max);
+            pool.set_config(config).ok()?;
+        }
+        let (_, got, min, max) = pool.config().params()?;
+        (got >= size).then_some((pool, got, min, max))
+    })
 }
 
 /// A GStreamer buffer pool's config states a buffer's size as a guint.
