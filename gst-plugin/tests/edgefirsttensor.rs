@@ -7,41 +7,9 @@ mod common;
 use common::*;
 use edgefirst_tensor::import::file_identity;
 use gst::prelude::*;
-use gst_allocators::prelude::*;
 use gst_video::VideoFormat;
 use gstedgefirst::TensorMeta;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-
-fn harness(props: &[(&str, &str)]) -> gst_check::Harness {
-    init();
-    let mut h = gst_check::Harness::new("edgefirsttensor");
-    let el = h.element().unwrap();
-    for (k, v) in props {
-        el.set_property_from_str(k, v);
-    }
-    h.play();
-    h
-}
-
-fn memfd(len: usize) -> OwnedFd {
-    let fd = unsafe { libc::memfd_create(c"frame".as_ptr(), libc::MFD_CLOEXEC) };
-    assert!(fd >= 0);
-    assert_eq!(unsafe { libc::ftruncate(fd, len as libc::off_t) }, 0);
-    unsafe { OwnedFd::from_raw_fd(fd) }
-}
-
-fn dup(fd: &OwnedFd) -> OwnedFd {
-    fd.try_clone().unwrap()
-}
-
-/// A buffer whose one memory wraps (a dup of) `fd`, as DMA-BUF producers hand them over.
-fn fd_buffer(fd: &OwnedFd, size: usize) -> gst::Buffer {
-    let alloc = gst_allocators::DmaBufAllocator::new();
-    let mem = unsafe { alloc.alloc_dmabuf(dup(fd), size) }.unwrap();
-    let mut b = gst::Buffer::new();
-    b.get_mut().unwrap().append_memory(mem);
-    b
-}
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 /// A system-memory frame of `size` bytes, byte i being `f(i)`.
 fn patterned(size: usize, f: impl Fn(usize) -> u8) -> gst::Buffer {

@@ -7,34 +7,12 @@ mod common;
 
 use common::*;
 use gst::prelude::*;
-use gst_allocators::prelude::*;
 use gst_video::VideoFormat;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-fn memfd(len: usize) -> OwnedFd {
-    let fd = unsafe { libc::memfd_create(c"frame".as_ptr(), libc::MFD_CLOEXEC) };
-    assert!(fd >= 0);
-    assert_eq!(unsafe { libc::ftruncate(fd, len as libc::off_t) }, 0);
-    unsafe { OwnedFd::from_raw_fd(fd) }
-}
-
-/// A buffer whose one memory wraps (a dup of) `fd` and claims `size` bytes.
-fn fd_buffer(fd: &OwnedFd, size: usize) -> gst::Buffer {
-    let alloc = gst_allocators::DmaBufAllocator::new();
-    let mem = unsafe { alloc.alloc_dmabuf(fd.try_clone().unwrap(), size) }.unwrap();
-    let mut b = gst::Buffer::new();
-    b.get_mut().unwrap().append_memory(mem);
-    b
-}
-
-fn harness(props: &[(&str, &str)], caps: gst::Caps) -> gst_check::Harness {
-    init();
-    let mut h = gst_check::Harness::new("edgefirsttensor");
-    let el = h.element().unwrap();
-    for (k, v) in props {
-        el.set_property_from_str(k, v);
-    }
-    h.play();
+/// A playing harness with `props`, given `caps`.
+fn harness_with(props: &[(&str, &str)], caps: gst::Caps) -> gst_check::Harness {
+    let mut h = harness(props);
     h.set_src_caps(caps);
     h
 }
@@ -52,7 +30,7 @@ fn gray() -> gst::Caps {
 #[test]
 fn an_fd_object_shorter_than_its_memory_is_an_error_in_both_modes() {
     for props in MODES {
-        let mut h = harness(props, gray());
+        let mut h = harness_with(props, gray());
         let short = memfd(1000);
         assert_eq!(h.push(fd_buffer(&short, NV12_SIZE)), Err(gst::FlowError::Error), "{props:?}");
     }
@@ -62,7 +40,7 @@ fn an_fd_object_shorter_than_its_memory_is_an_error_in_both_modes() {
 fn a_memfd_truncated_after_its_import_is_an_error_fresh_or_recycled() {
     for props in MODES {
         for recycled in [false, true] {
-            let mut h = harness(props, gray());
+            let mut h = harness_with(props, gray());
             let fd = memfd(NV12_SIZE);
             let buf = fd_buffer(&fd, NV12_SIZE);
             let first = if recycled { buf.clone() } else { fd_buffer(&fd, NV12_SIZE) };
@@ -77,7 +55,7 @@ fn a_memfd_truncated_after_its_import_is_an_error_fresh_or_recycled() {
 #[test]
 fn an_fd_number_reused_by_a_smaller_object_is_an_error() {
     for props in MODES {
-        let mut h = harness(props, gray());
+        let mut h = harness_with(props, gray());
         let fd = memfd(NV12_SIZE);
         let buf = fd_buffer(&fd, NV12_SIZE);
         h.push_and_pull(buf.clone()).unwrap();
@@ -97,7 +75,7 @@ fn a_pipe_or_eventfd_wrapped_as_a_dmabuf_is_refused_in_both_modes() {
         let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         let ev = unsafe { OwnedFd::from_raw_fd(libc::eventfd(0, libc::EFD_CLOEXEC)) };
         for fd in [&r, &w, &ev] {
-            let mut h = harness(props, gray());
+            let mut h = harness_with(props, gray());
             assert_eq!(h.push(fd_buffer(fd, NV12_SIZE)), Err(gst::FlowError::Error), "{props:?}");
         }
     }
@@ -190,16 +168,14 @@ fn check_kept(samples: &[(u8, gst::Sample)]) {
     }
 }
 
-#[test]
-fn kept_samples_keep_their_bytes_through_a_tee_fed_from_the_pool() {
+/// Feed 8 pool frames, each filled with its own letter, into `launch` (an appsrc named src, an
+/// appsink named sink), keeping every sample; `hold` keeps a reference to each pushed buffer until
+/// its sample came back (gst_buffer_ref(frame) before the push). Every kept sample must still hold
+/// its letter after the later frames.
+fn feed_and_keep(launch: &str, hold: bool) {
     init();
     let caps = video_caps(VideoFormat::Gray8, 64, 48);
-    let p = gst::parse::launch(&format!(
-        "appsrc name=src format=time caps=\"{caps}\" ! tee name=t \
-         t. ! queue ! fakesink sync=false \
-         t. ! queue ! edgefirsttensor model-colorspace=gray ! appsink name=sink sync=false"
-    ))
-    .unwrap();
+    let p = gst::parse::launch(&launch.replace("CAPS", &caps.to_string())).unwrap();
     let bin = p.downcast_ref::<gst::Bin>().unwrap();
     let src = bin.by_name("src").unwrap().downcast::<gst_app::AppSrc>().unwrap();
     let sink = bin.by_name("sink").unwrap().downcast::<gst_app::AppSink>().unwrap();
@@ -210,9 +186,11 @@ fn kept_samples_keep_their_bytes_through_a_tee_fed_from_the_pool() {
         let letter = b'A' + i;
         let mut b = pool.acquire_buffer(None).unwrap();
         b.get_mut().unwrap().map_writable().unwrap().fill(letter);
+        let held = hold.then(|| b.clone());
         src.push_buffer(b).unwrap();
         kept.push((letter, sink.pull_sample().unwrap()));
-        // Let the other branch drop its reference too, so the buffer goes back to the pool.
+        drop(held);
+        // Let every other holder drop its reference too, so the buffer goes back to the pool.
         for _ in 0..100 {
             if pool.stats().live_buffers == 0 {
                 break;
@@ -226,38 +204,21 @@ fn kept_samples_keep_their_bytes_through_a_tee_fed_from_the_pool() {
 }
 
 #[test]
+fn kept_samples_keep_their_bytes_through_a_tee_fed_from_the_pool() {
+    feed_and_keep(
+        "appsrc name=src format=time caps=\"CAPS\" ! tee name=t \
+         t. ! queue ! fakesink sync=false \
+         t. ! queue ! edgefirsttensor model-colorspace=gray ! appsink name=sink sync=false",
+        false,
+    );
+}
+
+#[test]
 fn an_app_that_keeps_its_pushed_buffer_and_samples_sees_no_reuse() {
-    init();
-    let caps = video_caps(VideoFormat::Gray8, 64, 48);
-    let p = gst::parse::launch(&format!(
-        "appsrc name=src format=time caps=\"{caps}\" ! edgefirsttensor model-colorspace=gray ! appsink name=sink sync=false"
-    ))
-    .unwrap();
-    let bin = p.downcast_ref::<gst::Bin>().unwrap();
-    let src = bin.by_name("src").unwrap().downcast::<gst_app::AppSrc>().unwrap();
-    let sink = bin.by_name("sink").unwrap().downcast::<gst_app::AppSink>().unwrap();
-    let pool = active_pool(&caps, 0, 0);
-    p.set_state(gst::State::Playing).unwrap();
-    let mut kept = Vec::new();
-    for i in 0..8u8 {
-        let letter = b'a' + i;
-        let mut b = pool.acquire_buffer(None).unwrap();
-        b.get_mut().unwrap().map_writable().unwrap().fill(letter);
-        // gst_buffer_ref(frame) before the push: the element sees a buffer it may not write.
-        let held = b.clone();
-        src.push_buffer(b).unwrap();
-        kept.push((letter, sink.pull_sample().unwrap()));
-        drop(held);
-        for _ in 0..100 {
-            if pool.stats().live_buffers == 0 {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-        check_kept(&kept);
-    }
-    p.set_state(gst::State::Null).unwrap();
-    pool.set_active(false).unwrap();
+    feed_and_keep(
+        "appsrc name=src format=time caps=\"CAPS\" ! edgefirsttensor model-colorspace=gray ! appsink name=sink sync=false",
+        true,
+    );
 }
 
 #[test]
@@ -313,9 +274,9 @@ fn a_real_dmabuf_is_sized_by_the_kernel() {
     let magic = edgefirst_tensor::import::fs_magic(std::os::fd::AsFd::as_fd(&fd)).unwrap();
     assert_eq!(magic, edgefirst_tensor::import::DMA_BUF_MAGIC);
     for props in MODES {
-        let mut h = harness(props, video_caps(VideoFormat::Gray8, 64, 72));
+        let mut h = harness_with(props, video_caps(VideoFormat::Gray8, 64, 72));
         assert_eq!(h.push(fd_buffer(&fd, 64 * 72)), Err(gst::FlowError::Error), "{props:?}: 4608 > 4096");
-        let mut h = harness(props, video_caps(VideoFormat::Gray8, 64, 64));
+        let mut h = harness_with(props, video_caps(VideoFormat::Gray8, 64, 64));
         h.push_and_pull(fd_buffer(&fd, 64 * 64)).unwrap();
     }
 }

@@ -2,7 +2,9 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 use gst::prelude::*;
+use gst_allocators::prelude::*;
 use gstedgefirst::BufferPool;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Once;
 
 pub fn init() {
@@ -54,4 +56,34 @@ pub fn run_to_eos(pipeline: &gst::Element, seconds: u64) -> Result<(), String> {
         Some(_) => Ok(()),
         None => Err(format!("no EOS within {seconds} s")),
     }
+}
+
+/// An edgefirsttensor harness with `props` set, playing.
+pub fn harness(props: &[(&str, &str)]) -> gst_check::Harness {
+    init();
+    let mut h = gst_check::Harness::new("edgefirsttensor");
+    let el = h.element().unwrap();
+    for (k, v) in props {
+        el.set_property_from_str(k, v);
+    }
+    h.play();
+    h
+}
+
+/// A memfd of `len` bytes.
+pub fn memfd(len: usize) -> OwnedFd {
+    let fd = unsafe { libc::memfd_create(c"frame".as_ptr(), libc::MFD_CLOEXEC) };
+    assert!(fd >= 0);
+    assert_eq!(unsafe { libc::ftruncate(fd, len as libc::off_t) }, 0);
+    unsafe { OwnedFd::from_raw_fd(fd) }
+}
+
+/// A buffer whose one memory wraps (a dup of) `fd` and claims `size` bytes, as DMA-BUF producers
+/// hand them over (no KEEP_MAPPED).
+pub fn fd_buffer(fd: &OwnedFd, size: usize) -> gst::Buffer {
+    let alloc = gst_allocators::DmaBufAllocator::new();
+    let mem = unsafe { alloc.alloc_dmabuf(fd.try_clone().unwrap(), size) }.unwrap();
+    let mut b = gst::Buffer::new();
+    b.get_mut().unwrap().append_memory(mem);
+    b
 }
