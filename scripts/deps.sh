@@ -11,8 +11,9 @@ for arg in "$@"; do
   case "$arg" in
     # The kernel lane boots a real kernel under qemu.
     --kernel-lane) pkgs+=(qemu-system-x86 busybox-static kmod xz-utils) ;;
-    # The tensor crate is also built for aarch64 and its tests run under qemu-user.
-    --aarch64) pkgs+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user); aarch64=1 ;;
+    # The tensor crate is also built for aarch64 and its tests run under qemu-user; llvm-19's
+    # llvm-mca has the Neoverse N1 (Cortex-A76) model that scripts/neon-mca.sh needs.
+    --aarch64) pkgs+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user llvm-19); aarch64=1 ;;
     *) echo "deps: unknown option $arg" >&2; exit 2 ;;
   esac
 done

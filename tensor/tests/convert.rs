@@ -229,7 +229,27 @@ fn bounds(d: DType) -> (f64, f64) {
 
 /// Every kernel level this CPU has, baseline first.
 fn levels() -> Vec<Simd> {
-    [Simd::Baseline, Simd::Avx2, Simd::Avx512].into_iter().filter(|&l| l <= Simd::detect()).collect()
+    let mut all = vec![Simd::Baseline];
+    #[cfg(target_arch = "aarch64")]
+    all.push(Simd::Neon);
+    all.extend([Simd::Avx2, Simd::Avx512]);
+    all.retain(|&l| l <= Simd::detect());
+    all
+}
+
+/// The levels under test include the explicit kernels of this architecture, unless the
+/// environment caps them (`EDGEFIRST_CONVERT_SIMD`).
+fn assert_vector_levels_tested(levels: &[Simd]) {
+    if std::env::var_os("EDGEFIRST_CONVERT_SIMD").is_some() {
+        return;
+    }
+    #[cfg(target_arch = "aarch64")]
+    assert!(levels.contains(&Simd::Neon), "aarch64 runs the NEON level: {levels:?}");
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        assert!(levels.contains(&Simd::Avx2), "this CPU runs the AVX2 level: {levels:?}");
+    }
+    let _ = levels;
 }
 
 /// Convert and compare every byte of the destination with the reference: 1 LSB for integer
@@ -507,6 +527,7 @@ fn specs_for(dtype: DType) -> Vec<ConvertSpec> {
 #[test]
 fn every_level_gives_the_same_bytes() {
     let levels = levels();
+    assert_vector_levels_tested(&levels);
     let mut compared = 0;
     for (i, format) in formats().enumerate() {
         let cases = [
@@ -836,4 +857,78 @@ fn normalization_past_f32_is_refused() {
     let float = DstLayout::dense(16, 16, Colorspace::Rgb, false, DType::F32);
     let spec = ConvertSpec { mean: [0.5; 3], std: [1e-40; 3], ..Default::default() };
     assert!(Converter::new(PixelFormat::Rgb, 16, 16, float, &spec, 1).is_err(), "a bias of -inf");
+}
+
+/// A converter set to a vector level takes that level's explicit kernels for the camera formats
+/// (sampling straight from the frame and the fused finish), at every output type that has them,
+/// hwc and chw; the baseline takes none. On aarch64 this is what tells `Simd::Neon` from a
+/// baseline under another name.
+#[test]
+fn vector_levels_take_their_kernels() {
+    let levels = levels();
+    assert_vector_levels_tested(&levels);
+    let sources = [
+        PixelFormat::Nv12,
+        PixelFormat::Nv21,
+        PixelFormat::Yuy2,
+        PixelFormat::Uyvy,
+        PixelFormat::Rgba,
+        PixelFormat::Rgb,
+        PixelFormat::Bgrx,
+        PixelFormat::I420,
+        PixelFormat::Gray8,
+    ];
+    let imagenet =
+        ConvertSpec { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225], ..Default::default() };
+    for (i, format) in sources.into_iter().enumerate() {
+        // 1.5x and 3x downscales (NV12's taps on samples at 3x: one tap per row) and a 2x upscale.
+        for (w, h, dw, dh) in [(96, 64, 64, 40), (192, 96, 64, 32), (32, 24, 64, 48)] {
+            let frame = Frame::random(format, w, h, 700 + i as u64);
+            for (dtype, spec) in [
+                (DType::U8, ConvertSpec::default()),
+                (DType::I8, ConvertSpec::default()),
+                (DType::F32, imagenet.clone()),
+            ] {
+                for (chw, cs) in
+                    [(false, Colorspace::Rgb), (true, Colorspace::Bgr), (false, Colorspace::Rgba)]
+                {
+                    let dst = DstLayout::dense(dw, dh, cs, chw, dtype);
+                    let spec = ConvertSpec { fit: FitMode::Stretch, ..spec.clone() };
+                    for &level in &levels {
+                        let mut conv = Converter::new(format, w, h, dst, &spec, 1).unwrap();
+                        conv.set_simd(level);
+                        let mut out = vec![0u8; dst.bytes()];
+                        conv.convert(&frame.image(), &mut out).unwrap();
+                        let counts = conv.kernel_counts();
+                        let what =
+                            format!("{format:?} {w}x{h} → {dw}x{dh} {cs:?} chw={chw} {dtype:?} at {level:?}");
+                        if level == Simd::Baseline {
+                            assert_eq!(counts, Default::default(), "{what}: the baseline counts nothing");
+                            continue;
+                        }
+                        // Every content pixel through the fused finish (widths are whole blocks),
+                        // every component of it sampled by the level's kernels, but where a
+                        // window load would pass the frame's last byte (the bottom rows of a
+                        // packed frame take the baseline's rows there).
+                        let components = match format {
+                            PixelFormat::Rgba => 4,
+                            PixelFormat::Gray8 => 1,
+                            _ => 3,
+                        };
+                        let pixels = (dw * dh) as u64;
+                        assert_eq!(counts.finished, pixels, "{what}: fused finish");
+                        // The output rows over the last two source rows (and one for rounding).
+                        let bottom = 2 * dh.div_ceil(h) + 1;
+                        let most = components * (dw * (dh - bottom)) as u64;
+                        assert!(
+                            (most..=components * pixels).contains(&counts.sampled),
+                            "{what}: sampling {} of {}",
+                            counts.sampled,
+                            components * pixels
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

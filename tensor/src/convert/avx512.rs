@@ -293,7 +293,7 @@ unsafe fn pixels<const K: u8, const CS: u8, const OUT: u8>(
 
 /// A group's components at every content column through its `Permute` plan (the arithmetic of
 /// `kernels::shuffle_avx2`, sixteen outputs at a time); the columns after the last block as
-/// `group_tail` does them.
+/// `group_tail` does them. Returns the columns its blocks wrote.
 ///
 /// # Safety
 /// The CPU has AVX-512 F/BW/VBMI; `plan.reach` bytes are readable from both rows.
@@ -309,7 +309,7 @@ pub(super) unsafe fn sample(
     wq: &[u32],
     single: bool,
     out: &mut [Vec<f32>; 4],
-) {
+) -> usize {
     assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
     let blocks = group_dispatch!(
         sample_blocks,
@@ -322,6 +322,7 @@ pub(super) unsafe fn sample(
     let n = g.i0.len().min(g.i1.len()).min(wx.len());
     let blocks = blocks.min(n / 16);
     group_tail(r0, r1, wy, g, wx, 16 * blocks..n, out);
+    16 * blocks
 }
 
 #[inline(always)]

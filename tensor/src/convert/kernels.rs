@@ -1,6 +1,7 @@
 //! The per-row work. Loops run over contiguous f32 rows so the compiler vectorizes them: the
 //! whole row body is compiled twice on x86_64, for the baseline (SSE2) and for AVX2+FMA, and the
-//! converter picks one when it is built; aarch64 gets NEON from its baseline. With AVX2 the
+//! converter picks one when it is built; aarch64's baseline is what the compiler makes of them
+//! with NEON, and `Simd::Neon` adds the explicit kernels of `neon`. With AVX2 the
 //! horizontal taps are read with byte shuffles from 16-byte windows where they are dense and with
 //! gathers where not (scalar tap loads were most of a frame's time, then gathers were), and colour
 //! plus store run as one intrinsics pass for the common output types.
@@ -477,8 +478,13 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             // where the rows have them.
             let end = s0.max(s1) + lo;
             let shuffled = c.plane_shuffled[p].is_some_and(|reach| end + reach <= bytes.len());
-            let room = end + (hi - lo) + 3 <= bytes.len();
-            if c.avx2() && (shuffled || (room && (w == 0.0 || c.plane_downscaled[p]))) {
+            // NEON has no gathers: only the shuffle plans read the frame straight.
+            #[cfg(target_arch = "aarch64")]
+            let direct_ok = c.neon() && shuffled;
+            #[cfg(not(target_arch = "aarch64"))]
+            let direct_ok = c.avx2()
+                && (shuffled || (end + (hi - lo) + 3 <= bytes.len() && (w == 0.0 || c.plane_downscaled[p])));
+            if direct_ok {
                 direct[p] = Some((&bytes[s0 + lo..], &bytes[s1 + lo..], w, shuffled));
                 continue;
             }
@@ -504,22 +510,37 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                     (&c.weights_luma, c.luma_on_samples)
                 };
                 let wq = if g.chroma { &c.wq_chroma } else { &c.wq_luma };
-                match (&g.permute, &g.shuffle) {
+                let columns = match (&g.permute, &g.shuffle) {
                     (Some(plan), _) if c.avx512() && plan.reach <= r0.len().min(r1.len()) => unsafe {
                         super::avx512::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps)
                     },
                     (_, Some(plan)) if shuffled => {
                         assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
-                        unsafe { shuffle_avx2(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps) };
+                        unsafe { shuffle_avx2(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps) }
                     }
                     _ => {
                         assert!(
                             g.max as usize + 4 <= r0.len().min(r1.len()),
                             "dword gathers stay inside the rows"
                         );
-                        unsafe { group_avx2(r0, r1, wy, g, wx, single, &mut s.comps) };
+                        unsafe { group_avx2(r0, r1, wy, g, wx, single, &mut s.comps) }
                     }
-                }
+                };
+                s.counts.sampled += (columns * g.members.len()) as u64;
+            }
+        }
+        // The NEON sampling: every group of a direct plane has a shuffle plan (`direct_ok`).
+        #[cfg(target_arch = "aarch64")]
+        for g in &c.groups {
+            if let (Some((r0, r1, wy, _)), Some(plan)) = (direct[g.plane], &g.shuffle) {
+                let (wx, single) = if g.chroma {
+                    (&c.weights_chroma, c.chroma_on_samples)
+                } else {
+                    (&c.weights_luma, c.luma_on_samples)
+                };
+                let wq = if g.chroma { &c.wq_chroma } else { &c.wq_luma };
+                let columns = super::neon::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps);
+                s.counts.sampled += (columns * g.members.len()) as u64;
             }
         }
         // Interleaved chroma (NV12's UV) blended into f32: each tap's U and V come as one 64-bit
@@ -550,7 +571,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         }
         // Colour, normalization and the store in one pass where there is a fused kernel for the
         // output; the rest (and the last columns of a row) through the channel rows.
-        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
+        #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_mut))]
         let mut done = 0;
         #[cfg(target_arch = "x86_64")]
         if c.avx2() && c.fused_finish {
@@ -560,6 +581,12 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 unsafe { finish_avx2(c, &s.comps, dst, y) }
             };
         }
+        #[cfg(target_arch = "aarch64")]
+        if c.neon() && c.fused_finish {
+            // The band owns row y; the rows of `comps` hold the content width.
+            done = unsafe { super::neon::finish(c, &s.comps, dst, y) };
+        }
+        s.counts.finished += done as u64;
         let xs = done..rect.width;
         colour(c, s, xs.clone());
         store_content(c, dst, y, xs, &s.chans, &mut s.bytes);
@@ -760,7 +787,7 @@ unsafe fn group_avx2(
     wx: &[f32],
     single: bool,
     out: &mut [Vec<f32>; 4],
-) {
+) -> usize {
     use std::arch::x86_64::*;
     let n = g.i0.len().min(g.i1.len()).min(wx.len());
     let (b0, b1) = (r0.as_ptr() as *const i32, r1.as_ptr() as *const i32);
@@ -805,11 +832,12 @@ unsafe fn group_avx2(
         x += 8;
     }
     group_tail(r0, r1, wy, g, wx, lanes..n, out);
+    lanes
 }
 
 /// A group's outputs `xs` one at a time, straight from the two source rows' bytes: the columns
 /// the vector kernels leave after their last full block.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) fn group_tail(
     r0: &[u8],
     r1: &[u8],
@@ -835,7 +863,7 @@ pub(super) fn group_tail(
 /// 1 to 4. No branch, member loop or bounds check per block (measured: NV12 → uint8 0.248 → 0.225
 /// ms with the AVX2 shuffles; callgrind counted ~90 instructions per 8 outputs before, for ~35
 /// vector ones).
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 macro_rules! group_dispatch {
     ($f:ident, $alt:expr => [$a:tt, $b:tt], $members:expr, $single:expr, $two:expr, ($($arg:expr),*)) => {{
         macro_rules! taps {
@@ -860,11 +888,12 @@ macro_rules! group_dispatch {
         }
     }};
 }
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) use group_dispatch;
 
 /// The same as `group_avx2` (same arithmetic, so the same values) for groups whose taps are dense
-/// enough to be picked out of 16-byte loads by `pshufb` (see `Shuffle`).
+/// enough to be picked out of 16-byte loads by `pshufb` (see `Shuffle`). Returns the columns its
+/// blocks wrote.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
@@ -878,7 +907,7 @@ unsafe fn shuffle_avx2(
     wq: &[u32],
     single: bool,
     out: &mut [Vec<f32>; 4],
-) {
+) -> usize {
     let blocks = group_dispatch!(
         shuffle_blocks,
         plan.quarters => [1, 2],
@@ -890,6 +919,7 @@ unsafe fn shuffle_avx2(
     let n = g.i0.len().min(g.i1.len()).min(wx.len());
     let blocks = blocks.min(n / 8);
     group_tail(r0, r1, wy, g, wx, 8 * blocks..n, out);
+    8 * blocks
 }
 
 /// Source kinds, output colourspaces and output forms of the fused finish loops (AVX2 here,
@@ -929,7 +959,7 @@ pub(super) fn fused_params(c: &Converter) -> (u8, u8, u8) {
 }
 
 /// Output channels of colourspace `cs`.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) const fn channels(cs: u8) -> usize {
     match cs {
         CS_GRAY => 1,
@@ -965,7 +995,7 @@ pub(super) fn yuv_shaped(m: &[[f32; 3]; 3]) -> bool {
 /// One fused finish loop per source kind, output colourspace and output form (`fused_params`):
 /// `$f::<KIND, CS, OUT>($c, args...)`, `$c` the converter. A colourspace match left inside the
 /// loop was a fifth of its samples.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 macro_rules! finish_dispatch {
     ($f:ident, $c:expr, $($arg:expr),*) => {{
         let c: &Converter = $c;
@@ -996,7 +1026,7 @@ macro_rules! finish_dispatch {
         }
     }};
 }
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) use finish_dispatch;
 
 /// The values of the colour and normalization arithmetic, made once with the plan (each fused loop
@@ -1070,7 +1100,7 @@ pub(super) fn finish_values(c: &Converter) -> FinishValues {
 /// the tests' frames) and most float32 outputs a bit apart. Measured against the FMA rows
 /// (1080p → 640×640, interleaved runs): NV12 uint8 0.083 → 0.087 ms with AVX-512, 0.126 → 0.132
 /// with AVX2; float32 0.109 → 0.114 with AVX-512, the same within noise with AVX2.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 macro_rules! yuv_rows {
     (
         $folded:expr, $mul:ident, $add:ident,
@@ -1090,7 +1120,7 @@ macro_rules! yuv_rows {
         ]
     }};
 }
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) use yuv_rows;
 
 /// Colour, normalization and store of content columns `0..n` (`n` the largest multiple of 8) of
@@ -1408,8 +1438,10 @@ mod tests {
     /// and nothing past the span changes.
     #[test]
     fn fill_span_repeats_the_pattern_from_any_alignment() {
-        let levels = [Simd::Baseline, Simd::Avx2, Simd::Avx512].into_iter().filter(|l| *l <= Simd::detect());
-        let levels: Vec<Simd> = levels.collect();
+        let mut levels = vec![Simd::Baseline, Simd::Avx2, Simd::Avx512];
+        #[cfg(target_arch = "aarch64")]
+        levels.push(Simd::Neon);
+        levels.retain(|l| *l <= Simd::detect());
         for period in [1, 2, 3, 4, 6, 8, 12, 16, 24, 32] {
             let unit: Vec<u8> = (1..=period as u8).collect();
             let pattern: [u8; PATTERN] = std::array::from_fn(|i| unit[i % period]);

@@ -7,13 +7,16 @@
 //! rows, worker threads) so a frame allocates nothing. Per destination row each colour component is
 //! sampled at output width (bilinear: two taps on each of two source rows), straight from the
 //! frame's bytes with AVX2 (byte shuffles where the taps are dense, see `Shuffle`; gathers where
-//! not), or from the rows blended vertically into f32 first (baseline). The samples are then
-//! converted to RGB in f32, normalized with one scale and bias per channel and stored as the
-//! output type, in one fused pass for uint8, int8 and float32.
+//! not) or NEON (table lookups through the same shuffle plans), or from the rows blended
+//! vertically into f32 first (baseline). The samples are then converted to RGB in f32, normalized
+//! with one scale and bias per channel and stored as the output type, in one fused pass for uint8,
+//! int8 and float32.
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod kernels;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 mod workers;
 
 use crate::dtype::DType;
@@ -435,11 +438,17 @@ fn axis(
 
 /// The vector kernels a converter runs: every level stores the same bytes (the same operations in
 /// the same order, one rounding rule: to nearest, ties to even) and the tests run every level the
-/// CPU has.
+/// CPU has. Ordered by width within an architecture; a level of another architecture is never
+/// detected, so `set_simd` caps it to what this CPU has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Simd {
     /// What the compiler makes of the plain loops (SSE2 on x86_64, NEON on aarch64).
     Baseline,
+    /// Explicit NEON kernels (aarch64, where NEON is architectural): sampling by table lookups
+    /// through the groups' shuffle plans, and the fused finish for uint8, int8 and float32 (see
+    /// `neon`).
+    #[cfg(target_arch = "aarch64")]
+    Neon,
     /// AVX2 and FMA.
     Avx2,
     /// AVX-512 F, BW, VL and VBMI on top of AVX2 (sixteen-wide sampling and finish).
@@ -448,10 +457,12 @@ pub enum Simd {
 
 impl Simd {
     /// The widest level this CPU has, capped by `EDGEFIRST_CONVERT_SIMD` (`baseline`, `avx2`,
-    /// `avx512`: to compare the kernels, or to rule one out).
+    /// `avx512`, `neon`: to compare the kernels, or to rule one out).
     pub fn detect() -> Simd {
         let cap = match std::env::var("EDGEFIRST_CONVERT_SIMD").as_deref() {
             Ok("baseline") => Simd::Baseline,
+            #[cfg(target_arch = "aarch64")]
+            Ok("neon") => Simd::Neon,
             Ok("avx2") => Simd::Avx2,
             _ => Simd::Avx512,
         };
@@ -469,10 +480,26 @@ impl Simd {
         }
     }
 
-    #[cfg(not(target_arch = "x86_64"))]
+    /// Advanced SIMD is part of every AArch64 core (the target enables it): nothing to ask.
+    #[cfg(target_arch = "aarch64")]
+    fn cpu() -> Simd {
+        Simd::Neon
+    }
+
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     fn cpu() -> Simd {
         Simd::Baseline
     }
+}
+
+/// Outputs the level's explicit vector kernels made (see `Converter::kernel_counts`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelCounts {
+    /// Component samples read straight from the frame's bytes by a vector sampling kernel (one
+    /// per component and content column; columns after the last whole block are not counted).
+    pub sampled: u64,
+    /// Content pixels coloured, normalized and stored by a fused vector finish loop.
+    pub finished: u64,
 }
 
 /// Per band: the vertically interpolated plane rows and the per-channel rows of one output row.
@@ -481,6 +508,7 @@ struct Scratch {
     comps: [Vec<f32>; 4],
     chans: [Vec<f32>; 4],
     bytes: [Vec<u8>; 4],
+    counts: KernelCounts,
 }
 
 /// The planned conversion of one source geometry into one destination layout.
@@ -716,6 +744,7 @@ impl Converter {
                     comps: std::array::from_fn(|_| vec![0.0; rect.width]),
                     chans: std::array::from_fn(|_| vec![0.0; rect.width]),
                     bytes: std::array::from_fn(|_| vec![0; rect.width]),
+                    counts: KernelCounts::default(),
                 })
             })
             .collect();
@@ -832,7 +861,14 @@ impl Converter {
             }
             let (i0, i1) = self.taps[k].clone();
             let max = i0.iter().chain(&i1).copied().max().unwrap_or(0);
-            let shuffle = shuffle_plan(&i0, &i1, &members);
+            // NEON has no gathers to fall back on, and where every tap is on a sample its kernel
+            // reads tap 0 alone: planned from tap 0, RGBA at 3× (1080p → 640, two pixels 12
+            // bytes apart with their right neighbours span 20) fits windows of two outputs.
+            let on_samples = if base.chroma { self.chroma_on_samples } else { self.luma_on_samples };
+            let shuffle = match cfg!(target_arch = "aarch64") && on_samples {
+                true => shuffle_plan(&i0, &i0, &members),
+                false => shuffle_plan(&i0, &i1, &members),
+            };
             let permute = permute_plan(&i0, &i1, &members);
             groups.push(Group {
                 plane: base.plane,
@@ -866,6 +902,22 @@ impl Converter {
     #[cfg(target_arch = "x86_64")]
     fn avx512(&self) -> bool {
         self.simd >= Simd::Avx512
+    }
+
+    /// Rows run through the NEON kernels.
+    #[cfg(target_arch = "aarch64")]
+    fn neon(&self) -> bool {
+        self.simd >= Simd::Neon
+    }
+
+    /// What the level's explicit vector kernels have made since the converter was built, over
+    /// every band: the baseline counts nothing, so a level that silently ran the plain loops
+    /// shows zeros (the tests check that each level's kernels are taken).
+    pub fn kernel_counts(&self) -> KernelCounts {
+        self.scratch.iter().fold(KernelCounts::default(), |sum, s| {
+            let c = s.lock().unwrap().counts;
+            KernelCounts { sampled: sum.sampled + c.sampled, finished: sum.finished + c.finished }
+        })
     }
 
     pub fn threads(&self) -> usize {

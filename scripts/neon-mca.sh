@@ -1,0 +1,200 @@
+#!/bin/bash
+# Static estimates (llvm-mca, not timings) of the aarch64 conversion loops: the explicit NEON
+# kernels (`Simd::Neon`, tensor/src/convert/neon.rs) against the baseline's auto-vectorized loops
+# (kernels.rs as the compiler makes it for aarch64), sampling and finish apart, in cycles per 16
+# output pixels of 1920x1080 -> 640x640 letterbox (content 640x360: luma 3x, NV12 chroma 1.5x).
+#
+# How: the crate's aarch64 assembly (one codegen unit, v0 symbol names so each NEON kernel variant
+# is its own demangled symbol); a loop is a backward branch, the innermost ones are kept. NEON
+# loops are found by symbol (`sample_blocks::<P, M, SINGLE, TWO>`, `finish_rows::<KIND, CS,
+# OUT>`), baseline loops inside `kernels::rows` by the source line their body carries (.loc) plus
+# an instruction filter, the most unrolled one where several match. Each loop body goes through
+# llvm-mca (-iterations=200) for cycles per iteration; the bytes it stores per iteration
+# (vector stores, st3/st4, scalar stores; stack spills left out) scale that to the bytes the loop
+# writes per 16 output pixels in the case. llvm-mca assumes every load hits L1 and every branch
+# is predicted; it says nothing about memory bandwidth, cache misses or prefetching.
+#
+# Needs: the aarch64 Rust target, llvm (llvm-mca, llvm-cxxfilt: scripts/deps.sh --aarch64).
+# Usage: scripts/neon-mca.sh [cpu ...]   (default: cortex-a53 cortex-a55 neoverse-n1 cortex-a76)
+# LLVM (14 to 19) has no Cortex-A76 model: -mcpu=cortex-a76 (and a78) schedule with the Cortex-A57
+# model. Neoverse N1 is the A76's core in server form (LLVM 16 on models it), so it stands for the
+# A76/A78 class; the cortex-a76 column is kept to show what the A57 model says.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cpus=("$@")
+[ ${#cpus[@]} -gt 0 ] || cpus=(cortex-a53 cortex-a55 neoverse-n1 cortex-a76)
+pick() { for c in "$@"; do command -v "$c" >/dev/null && { command -v "$c"; return; }; done; echo "neon-mca: none of $* found (scripts/deps.sh --aarch64)" >&2; exit 1; }
+mca=$(pick llvm-mca-19 llvm-mca-18 llvm-mca-17 llvm-mca-16 llvm-mca)
+filt=$(pick llvm-cxxfilt-19 llvm-cxxfilt-18 llvm-cxxfilt-17 llvm-cxxfilt-16 llvm-cxxfilt)
+out=target/mca
+deps=$out/aarch64-unknown-linux-gnu/release/deps
+# The assembly is a side output cargo does not track: rebuild the crate so it is there and current.
+CARGO_TARGET_DIR=$out cargo clean -q --release -p edgefirst-tensor --target aarch64-unknown-linux-gnu
+CARGO_TARGET_DIR=$out cargo rustc -q --release -p edgefirst-tensor --target aarch64-unknown-linux-gnu --lib -- \
+  --emit asm -C codegen-units=1 -C symbol-mangling-version=v0
+asm=$(ls -t "$deps"/edgefirst_tensor-*.s | head -1)
+python3 - "$asm" "$mca" "$filt" "$out/loops" "${cpus[@]}" <<'PY'
+import os, re, subprocess, sys
+
+asm, mca, filt, loop_dir, cpus = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+KERNELS = 'tensor/src/convert/kernels.rs'
+os.makedirs(loop_dir, exist_ok=True)
+
+def parse(path):
+    """Functions of the assembly: name, then (kind, text, (file, line)) items."""
+    files, funcs, cur, loc = {}, [], None, None
+    for raw in open(path):
+        line = raw.rstrip('\n')
+        m = re.match(r'^\s+\.file\s+(\d+)\s+"[^"]*"\s+"([^"]*)"', line)
+        if m:
+            files[m.group(1)] = m.group(2)
+            continue
+        m = re.match(r'^(_R\w+):', line)
+        if m:
+            cur, loc = {'sym': m.group(1), 'items': []}, None
+            funcs.append(cur)
+            continue
+        if cur is None:
+            continue
+        m = re.match(r'^\s+\.loc\s+(\d+)\s+(\d+)', line)
+        if m:
+            loc = (files.get(m.group(1), '?'), int(m.group(2)))
+            continue
+        m = re.match(r'^(\.L\w+):', line)
+        if m:
+            cur['items'].append(('label', m.group(1), loc))
+            continue
+        text = line.split('//')[0].strip()
+        if text and not text.startswith('.') and line[:1] in ('\t', ' '):
+            cur['items'].append(('ins', text, loc))
+    names = subprocess.run([filt], input='\n'.join(f['sym'] for f in funcs), capture_output=True,
+                           text=True, check=True).stdout.split('\n')
+    for f, n in zip(funcs, names):
+        f['name'] = n
+    return funcs
+
+BRANCH = re.compile(r'^(b|b\.\w+|cbz|cbnz|tbz|tbnz)\s+(.*)$')
+
+def inner_loops(f):
+    items, at, spans = f['items'], {}, []
+    for i, (kind, text, _) in enumerate(items):
+        if kind == 'label':
+            at[text] = i
+        else:
+            m = BRANCH.match(text)
+            target = m and m.group(2).split(',')[-1].strip()
+            if target in at:
+                spans.append((at[target], i))
+    inner = [s for s in spans if not any(o != s and s[0] <= o[0] and o[1] <= s[1] for o in spans)]
+    return [[it for it in items[a:b + 1] if it[0] == 'ins'] for a, b in inner]
+
+SIZE = {'q': 16, 'd': 8, 's': 4, 'w': 4, 'x': 8, 'h': 2, 'b': 1}
+
+def stored(body):
+    """Bytes one iteration stores (not counting stack spills)."""
+    n = 0
+    for _, t, _ in body:
+        op = t.split()[0]
+        if not op.startswith('st') or '[sp' in t:
+            continue
+        m = re.match(r'st([1-4])\s+\{([^}]*)\}(\[\d+\])?', t)
+        if m:
+            regs = [r.strip() for r in m.group(2).split(',') if r.strip()]
+            lanes = regs[0].split('.')[1]
+            if m.group(3):
+                n += SIZE[lanes[-1]] * len(regs)
+            else:
+                n += (16 if lanes in ('16b', '8h', '4s', '2d') else 8) * len(regs)
+            continue
+        if op in ('strb', 'sturb'):
+            n += 1
+            continue
+        if op in ('strh', 'sturh'):
+            n += 2
+            continue
+        reg = re.match(r'\w+\s+([qdswx])', t)
+        if reg:
+            n += SIZE[reg.group(1)] * (2 if op.startswith('stp') else 1)
+    return n
+
+def source_line(snippet):
+    for i, l in enumerate(open(KERNELS), 1):
+        if snippet in l:
+            return i
+    sys.exit(f'neon-mca: "{snippet}" not in {KERNELS}')
+
+def choose(funcs, where, need, want=(), avoid=()):
+    """The loop for one part of a case: `where` a symbol suffix or a kernels.rs snippet."""
+    if where.startswith('neon::'):
+        cands = [b for f in funcs if f['name'].endswith(where) for b in inner_loops(f)]
+    else:
+        line = source_line(where)
+        rows = [f for f in funcs if f['name'].endswith('convert::kernels::rows')]
+        cands = [b for f in rows for b in inner_loops(f) if any(l == (KERNELS, line) for *_, l in b)]
+    ok = [b for b in cands if stored(b)
+          and all(any(re.search(w, t) for _, t, _ in b) for w in want)
+          and not any(re.search(a, t) for a in avoid for _, t, _ in b)]
+    if not ok:
+        sys.exit(f'neon-mca: no loop for {where} (want {want}, avoid {avoid})')
+    return max(ok, key=lambda b: (stored(b) / len(b), -len(b))), need
+
+def cycles(body, cpu, name):
+    path = os.path.join(loop_dir, f'{name}.s')
+    with open(path, 'w') as f:
+        f.write('\n'.join(t for _, t, _ in body) + '\n')
+    r = subprocess.run([mca, '-mtriple=aarch64-linux-gnu', f'-mcpu={cpu}', '-iterations=200', path],
+                       capture_output=True, text=True)
+    if r.returncode:
+        sys.exit(f'neon-mca: llvm-mca failed on {path}: {r.stderr}')
+    total = int(re.search(r'Total Cycles:\s+(\d+)', r.stdout).group(1))
+    iters = int(re.search(r'Iterations:\s+(\d+)', r.stdout).group(1))
+    return total / iters
+
+# (stage, case, level, [(where, bytes stored per 16 output pixels, want, avoid)])
+F32_ONLY = ['fmul', 'fadd'], ['fcvt', 'scvtf', 'ucvtf', r'^st[234]', 'fcvtz', 'frint']
+COPY, BLEND, TAPS = '*o = a as f32;', '*o = a + w * (b as f32 - a);', 'out[x] = a + w[x] * (b - a);'
+YUV_ROW = 'let x = ((m[r][0] * y + k[r]) + m[r][2] * v) + m[r][1] * u;'
+RGB_ROW = '(c0[i], c1[i], c2[i]) = rgb_to(comps[0][i], comps[1][i], comps[2][i]);'
+ROUND = 'let r = round_even_small(clamp_ps(v * sc + bi, lo, hi));'
+WEAVE = 'px[ch] = bytes[ch][x];'
+STORE = 'put::<T>(o, v * sc + bi);'
+CASES = [
+    ('sampling', 'NV12 (Y 3x one row, UV 1.5x two rows)', 'NEON', [
+        ('neon::sample_blocks::<1, 1, true, false>', 64, (), ()),
+        ('neon::sample_blocks::<1, 2, false, true>', 128, (), ())]),
+    ('sampling', 'NV12 (Y 3x one row, UV 1.5x two rows)', 'baseline', [
+        (COPY, 192, (), ()), (TAPS, 64, (), ()), (BLEND, 192, (), ()), (TAPS, 128, (), ())]),
+    ('sampling', 'YUY2 (3x, one row)', 'NEON', [
+        ('neon::sample_blocks::<2, 1, true, false>', 64, (), ()),
+        ('neon::sample_blocks::<2, 2, false, false>', 128, (), ())]),
+    ('sampling', 'YUY2 (3x, one row)', 'baseline', [(COPY, 384, (), ()), (TAPS, 192, (), ())]),
+    ('sampling', 'RGBA (3x, one row)', 'NEON', [('neon::sample_blocks::<2, 4, true, false>', 256, (), ())]),
+    ('sampling', 'RGBA (3x, one row)', 'baseline', [(COPY, 768, (), ()), (TAPS, 256, (), ())]),
+    ('finish', 'YUV -> uint8 RGB hwc', 'NEON', [('neon::finish_rows::<0, 1, 0>', 48, ['^st3'], ())]),
+    ('finish', 'YUV -> uint8 RGB hwc', 'baseline', [
+        (YUV_ROW, 192, (), ()), (ROUND, 48, (), ()), (WEAVE, 48, ['^st3'], ())]),
+    ('finish', 'YUV -> float32 RGB chw (mean/std)', 'NEON', [('neon::finish_rows::<0, 1, 2>', 192, (), ['^st3'])]),
+    ('finish', 'YUV -> float32 RGB chw (mean/std)', 'baseline', [
+        (YUV_ROW, 192, (), ()), (STORE, 192, *F32_ONLY)]),
+    ('finish', 'RGBA -> uint8 RGB hwc', 'NEON', [('neon::finish_rows::<1, 1, 0>', 48, ['^st3'], ())]),
+    ('finish', 'RGBA -> uint8 RGB hwc', 'baseline', [
+        (RGB_ROW, 192, (), ()), (ROUND, 48, (), ()), (WEAVE, 48, ['^st3'], ())]),
+]
+
+funcs = parse(asm)
+print(f'assembly: {asm}\nllvm-mca: {mca}')
+print('cycles per 16 output pixels (llvm-mca estimates, not timings)\n')
+head = f'| stage | case | level | loops (instructions/iteration, bytes stored/iteration) | ' + \
+       ' | '.join(cpus) + ' |'
+print(head)
+print('|' + '---|' * (4 + len(cpus)))
+for n, (stage, case, level, parts) in enumerate(CASES):
+    loops = [choose(funcs, where, need, want, avoid) for where, need, want, avoid in parts]
+    shape = ' + '.join(f'{len(b)}/{stored(b)}' for b, _ in loops)
+    per_cpu = []
+    for cpu in cpus:
+        total = sum(cycles(b, cpu, f'{n}-{k}-{cpu}') * need / stored(b) for k, (b, need) in enumerate(loops))
+        per_cpu.append(f'{total:.1f}')
+    print(f'| {stage} | {case} | {level} | {shape} | ' + ' | '.join(per_cpu) + ' |')
+print(f'\nloop bodies: {loop_dir}/')
+PY

@@ -1,0 +1,330 @@
+//! The NEON kernels (aarch64), `Simd::Neon`: sampling through a group's `Shuffle` plan, the AVX2
+//! controls read by `tbl` (an index of 16 or more gives zero, as bit 7 does for `pshufb`), and the
+//! fused finish with `st3`/`st4` doing the channel interleave that the x86 levels shuffle for.
+//! Eight outputs per block, as the AVX2 kernels: two `float32x4_t` halves.
+//!
+//! Covered: every source whose planes have shuffle plans (the taps fit 16-byte windows: NV12,
+//! NV21, NV16, I420, YV12, YUY2, UYVY, RGB, BGR, RGBA, BGRA, RGBx, BGRx, GRAY8 and planar RGB down
+//! to about 3× for four-byte pixels, 6× for YUY2's luma), into uint8, int8 and float32, hwc or
+//! chw, every colourspace. The rest stays on the baseline loops (auto-vectorized): planes whose
+//! taps are too sparse for a window (no gathers on NEON; the rows are blended at window width
+//! first), other element types (the channel rows and `store_content`), and the columns after the
+//! last block of eight.
+//!
+//! Bit-exact with the other levels: the blends are exact whatever the order (weights in 256ths,
+//! see `WEIGHT_STEPS`); colour and normalization are separate `fmul` and `fadd` in `yuv_rows`'
+//! order (never `fmla`, which rounds once); integers round by `fcvtns` (nearest, ties to even)
+//! and saturate by `sqxtn`/`sqxtun`, the x86 packs; float clamps keep x86's `maxps`/`minps`
+//! choice between zeros of either sign (see `clamp_exact`).
+
+#![allow(clippy::needless_range_loop)]
+
+use super::kernels::{
+    channels, finish_dispatch, folded, fused_params, group_dispatch, group_tail, order, yuv_rows, SendPtr,
+    BYTE, CS_BGR, CS_GRAY, CS_RGB, CS_RGBA, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
+};
+use super::{Converter, Group, Shuffle};
+use std::arch::aarch64::*;
+
+/// A group's components at every content column through its `Shuffle` plan (the arithmetic of
+/// `kernels::shuffle_avx2`), then the columns after the last block as `group_tail` does them.
+/// Returns the columns its blocks wrote.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn sample(
+    r0: &[u8],
+    r1: &[u8],
+    wy: f32,
+    g: &Group,
+    plan: &Shuffle,
+    wx: &[f32],
+    wq: &[u32],
+    single: bool,
+    out: &mut [Vec<f32>; 4],
+) -> usize {
+    assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
+    let blocks = group_dispatch!(
+        sample_blocks,
+        plan.quarters => [1, 2],
+        g.members.len(),
+        single,
+        wy != 0.0,
+        (r0, r1, wy, g, plan, wq, out)
+    );
+    let n = g.i0.len().min(g.i1.len()).min(wx.len());
+    let blocks = blocks.min(n / 8);
+    group_tail(r0, r1, wy, g, wx, 8 * blocks..n, out);
+    8 * blocks
+}
+
+/// The blocks of eight outputs of one group, `P` vectors of windows (see `Shuffle`: 1, two
+/// windows of four outputs; 2, four of two), `M` members, taps on samples (`SINGLE`) or not, one
+/// source row or two (`TWO`); returns how many blocks it wrote.
+///
+/// Not inlined: one symbol per variant, whose loop `scripts/neon-mca.sh` reads; the call is one
+/// per group and row against 80 blocks of a 640-wide row.
+///
+/// # Safety
+/// `plan.reach` bytes are readable from `r0` and (with `TWO`) `r1`.
+#[inline(never)]
+unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, const TWO: bool>(
+    r0: &[u8],
+    r1: &[u8],
+    wy: f32,
+    g: &Group,
+    plan: &Shuffle,
+    wq: &[u32],
+    out: &mut [Vec<f32>; 4],
+) -> usize {
+    assert!(g.members.len() >= M && (1..=4).contains(&M) && (1..=2).contains(&P));
+    assert!(plan.reach <= r0.len() && (!TWO || plan.reach <= r1.len()), "loads stay inside the rows");
+    let per_block = M * 2 * P;
+    let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
+    let blocks = plan.bases.len().min(wq.len() / 8).min(plan.controls.len() / per_block).min(width / 8);
+    // Each member's output row, checked above to hold `8 * blocks` values.
+    let mut rows = [std::ptr::null_mut::<f32>(); M];
+    for (j, row) in rows.iter_mut().enumerate() {
+        *row = out[g.members[j].0].as_mut_ptr();
+    }
+    let wyv = vdupq_n_f32(wy);
+    let unit = vdupq_n_f32(super::WEIGHT_UNIT);
+    let tap = if SINGLE { 0 } else { P };
+    let (bases, controls) = (plan.bases.as_ptr(), plan.controls.as_ptr());
+    for b in 0..blocks {
+        unsafe {
+            let w = *bases.add(b);
+            // Window i of the block (2P of them); the plan keeps every base + 16 within `reach`.
+            let mut v0 = [vdupq_n_u8(0); 4];
+            let mut v1 = [vdupq_n_u8(0); 4];
+            for i in 0..2 * P {
+                v0[i] = vld1q_u8(r0.as_ptr().add(w[i] as usize));
+                if TWO {
+                    v1[i] = vld1q_u8(r1.as_ptr().add(w[i] as usize));
+                }
+            }
+            // The weight pairs of outputs 0-3 and 4-7 as u16 (1 - w, w) in 256ths.
+            let pairs = if SINGLE {
+                [vdupq_n_u16(0); 2]
+            } else {
+                let at = wq.as_ptr().add(8 * b) as *const u16;
+                [vld1q_u16(at), vld1q_u16(at.add(8))]
+            };
+            let ctl = controls.add(b * per_block);
+            for j in 0..M {
+                let c = ctl.add(2 * P * j + tap) as *const u8;
+                // Outputs 4h..4h+4: lane h of each AVX2 control, whose vector p's lane h is window
+                // p + P h. With two vectors the second `tbx` keeps the first's bytes where its own
+                // index is 0x80 (the plan gives each output to one vector only).
+                let pick = |v: &[uint8x16_t; 4], h: usize| {
+                    let mut t = vqtbl1q_u8(v[P * h], vld1q_u8(c.add(16 * h)));
+                    for p in 1..P {
+                        t = vqtbx1q_u8(t, v[p + P * h], vld1q_u8(c.add(32 * p + 16 * h)));
+                    }
+                    if SINGLE {
+                        vcvtq_f32_u32(vreinterpretq_u32_u8(t))
+                    } else {
+                        // Taps as the two u16 of each u32, times (1 - w, w): at most 255 · 256,
+                        // so the products and their pairwise sum are exact in u16 / u32 (the
+                        // `pmaddwd` of the x86 levels).
+                        let blend = vmulq_u16(vreinterpretq_u16_u8(t), pairs[h]);
+                        vcvtq_f32_u32(vpaddlq_u16(blend))
+                    }
+                };
+                for h in 0..2 {
+                    let top = pick(&v0, h);
+                    let mut v =
+                        if TWO { vaddq_f32(top, vmulq_f32(wyv, vsubq_f32(pick(&v1, h), top))) } else { top };
+                    if !SINGLE {
+                        v = vmulq_f32(v, unit);
+                    }
+                    vst1q_f32(rows[j].add(8 * b + 4 * h), v);
+                }
+            }
+        }
+    }
+    blocks
+}
+
+/// Colour, normalization and store of content columns `0..n` of row `y` (`n` the largest multiple
+/// of 8), the arithmetic of `kernels::finish_avx2` lane for lane; returns `n`, the caller finishes
+/// the row.
+///
+/// # Safety
+/// `dst` holds the converter's layout and no other thread writes row `y`; `comps` rows hold the
+/// content width.
+pub(super) unsafe fn finish(c: &Converter, comps: &[Vec<f32>; 4], dst: SendPtr, y: usize) -> usize {
+    finish_dispatch!(finish_rows, c, comps, dst, y)
+}
+
+/// `FinishValues` broadcast once per row.
+struct Consts {
+    m: [[float32x4_t; 3]; 3],
+    k: [float32x4_t; 3],
+    range: [(float32x4_t, float32x4_t); 3],
+    gray: [float32x4_t; 3],
+    scale: [float32x4_t; 4],
+    bias: [float32x4_t; 4],
+    luma: float32x4_t,
+    lo: float32x4_t,
+    hi: float32x4_t,
+    alpha: bool,
+}
+
+/// One loop per source kind, colourspace and output form (`fused_params`). Not inlined, for the
+/// same reason as `sample_blocks`: one call per row.
+#[inline(never)]
+unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
+    c: &Converter,
+    comps: &[Vec<f32>; 4],
+    dst: SendPtr,
+    y: usize,
+) -> usize {
+    let d = &c.dst;
+    let n = c.content.rect.width.min(comps.iter().map(Vec::len).min().unwrap_or(0)) / 8 * 8;
+    let f = &c.finish;
+    let v = |a: f32| vdupq_n_f32(a);
+    let k = Consts {
+        m: f.m.map(|r| r.map(v)),
+        k: f.k.map(v),
+        range: f.range.map(|(a, z)| (v(a), v(z))),
+        gray: GRAY_WEIGHTS.map(v),
+        scale: f.scale.map(v),
+        bias: f.bias.map(v),
+        luma: v(f.luma),
+        lo: v(f.lo),
+        hi: v(f.hi),
+        alpha: f.alpha,
+    };
+    let (nc, signed) = (channels(CS), f.signed);
+    let esz = if OUT == FLOAT { 4 } else { 1 };
+    let row = unsafe { dst.0.add(y * d.row_stride + c.content.rect.x * if d.chw { esz } else { nc * esz }) };
+    let plane = |i: usize, x: usize| unsafe { row.add(i * d.plane_stride + esz * x) };
+    let mut x = 0;
+    while x < n {
+        unsafe {
+            let halves = [values::<K, CS, OUT>(&k, comps, x), values::<K, CS, OUT>(&k, comps, x + 4)];
+            if OUT == FLOAT {
+                for (h, ch) in halves.iter().enumerate() {
+                    let at = x + 4 * h;
+                    if d.chw || nc == 1 {
+                        for i in 0..nc {
+                            vst1q_f32(plane(i, at) as *mut f32, ch[i]);
+                        }
+                    } else if nc == 3 {
+                        vst3q_f32(row.add(12 * at) as *mut f32, float32x4x3_t(ch[0], ch[1], ch[2]));
+                    } else {
+                        vst4q_f32(row.add(16 * at) as *mut f32, float32x4x4_t(ch[0], ch[1], ch[2], ch[3]));
+                    }
+                }
+            } else {
+                // Nearest, ties to even (`fcvtns`), then the saturating narrows of the x86 packs.
+                let mut b = [vdup_n_u8(0); 4];
+                for i in 0..nc {
+                    let q = |v: float32x4_t| vqmovn_s32(vcvtnq_s32_f32(v));
+                    let w = vcombine_s16(q(halves[0][i]), q(halves[1][i]));
+                    b[i] = match (OUT == RAW8, signed) {
+                        (true, true) => veor_u8(vqmovun_s16(w), vdup_n_u8(0x80)),
+                        (false, true) => vreinterpret_u8_s8(vqmovn_s16(w)),
+                        _ => vqmovun_s16(w),
+                    };
+                }
+                if d.chw || nc == 1 {
+                    for i in 0..nc {
+                        vst1_u8(plane(i, x), b[i]);
+                    }
+                } else if nc == 3 {
+                    vst3_u8(row.add(3 * x), uint8x8x3_t(b[0], b[1], b[2]));
+                } else {
+                    vst4_u8(row.add(4 * x), uint8x8x4_t(b[0], b[1], b[2], b[3]));
+                }
+            }
+        }
+        x += 8;
+    }
+    n
+}
+
+/// `v` limited to `lo..=hi` as x86's `maxps` then `minps` (and the baseline's `clamp_ps`) do it:
+/// the bound wherever the compare is false. `fmax`/`fmin` order -0.0 below +0.0 instead, so a
+/// -0.0 against a folded +0.0 bound (a zero mean, a negative std) would come out -0.0 here and
+/// +0.0 at the other levels; a float output stores that sign.
+#[inline(always)]
+fn clamp_exact(v: float32x4_t, lo: float32x4_t, hi: float32x4_t) -> float32x4_t {
+    // NEON is part of the target: the intrinsics only need an unsafe block to be called.
+    unsafe {
+        let v = vbslq_f32(vcgtq_f32(v, lo), v, lo);
+        vbslq_f32(vcltq_f32(v, hi), v, hi)
+    }
+}
+
+/// The clamp of an `OUT` output: exact for float32; for 8-bit outputs the sign of a zero and NaN
+/// cannot reach the stored integer (the values are finite), so one `fmax` and one `fmin`.
+#[inline(always)]
+fn clamp<const OUT: u8>(v: float32x4_t, lo: float32x4_t, hi: float32x4_t) -> float32x4_t {
+    if OUT == FLOAT {
+        clamp_exact(v, lo, hi)
+    } else {
+        unsafe { vminq_f32(vmaxq_f32(v, lo), hi) }
+    }
+}
+
+/// Output channels 0..4 of pixels `x..x + 4`, finished: colour (or gray's R, G, B), the
+/// normalization, and for 8-bit outputs the type's clamp; the order of `finish_rows` in
+/// `kernels`.
+#[inline(always)]
+unsafe fn values<const K: u8, const CS: u8, const OUT: u8>(
+    k: &Consts,
+    comps: &[Vec<f32>; 4],
+    x: usize,
+) -> [float32x4_t; 4] {
+    let (nc, order, fold) = (channels(CS), order(CS), folded(K, CS, OUT));
+    let ld = |i: usize| unsafe { vld1q_f32(comps[i].as_ptr().add(x)) };
+    let zero = vdupq_n_f32(0.0);
+    let full = vdupq_n_f32(255.0);
+    let mut ch = [zero, zero, zero, full];
+    match K {
+        YUV => {
+            let rgb = yuv_rows!(fold, vmulq_f32, vaddq_f32, k.m, k.k, k.luma, ld(0), ld(1), ld(2));
+            for i in 0..3 {
+                let r = order[i];
+                ch[i] = if OUT == RAW8 && nc != 1 {
+                    rgb[r]
+                } else {
+                    clamp::<OUT>(rgb[r], k.range[r].0, k.range[r].1)
+                };
+            }
+        }
+        RGB => {
+            for i in 0..3 {
+                ch[i] = ld(order[i]);
+            }
+        }
+        _ => {
+            let v = ld(0);
+            ch = [v, v, v, full];
+        }
+    }
+    if nc == 1 && K != GRAY {
+        // `gray`'s operations, in its order, over R, G, B.
+        let gb = vaddq_f32(vmulq_f32(k.gray[2], ch[2]), vmulq_f32(k.gray[1], ch[1]));
+        ch[0] = vaddq_f32(gb, vmulq_f32(k.gray[0], ch[0]));
+    }
+    if nc == 4 && k.alpha {
+        ch[3] = ld(3);
+    }
+    if OUT != RAW8 {
+        let from = if fold { 3 } else { 0 };
+        for i in from..nc {
+            ch[i] = vaddq_f32(vmulq_f32(ch[i], k.scale[i]), k.bias[i]);
+        }
+    }
+    if OUT != FLOAT {
+        // RAW8 and the folded colours are already in the type's range (or saturate in the
+        // narrows, as the x86 packs do).
+        for i in 0..nc {
+            if !(OUT == RAW8 || (fold && i < 3)) {
+                ch[i] = clamp::<OUT>(ch[i], k.lo, k.hi);
+            }
+        }
+    }
+    ch
+}
