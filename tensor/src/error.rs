@@ -56,6 +56,30 @@ pub enum Error {
 
     #[error("invalid operation: {0}")]
     InvalidOperation(String),
+
+    /// A blob field failed validation; `field` names the one that carried the bad value.
+    #[error("malformed tensor blob: {field}: {reason}")]
+    MalformedBlob { field: &'static str, reason: String },
+
+    /// The producer set `required_mask` bits this reader does not implement: proceeding would
+    /// misread fields whose meaning those bits change.
+    #[error("tensor blob requires features {mask:#x} that this reader does not support (supported: {supported:#x})")]
+    UnsupportedRequired { mask: u64, supported: u64 },
+
+    /// A descriptor field failed validation; `field` names the one that carried the bad value.
+    #[error("invalid tensor descriptor: {field}: {reason}")]
+    InvalidDescriptor { field: &'static str, reason: String },
+
+    /// The registry slot was released or reused since the descriptor or handle was made, so what
+    /// it named may be freed memory.
+    #[error("stale generation: slot {slot} was generation {expected}, is now {current}")]
+    StaleGeneration { slot: u32, expected: u64, current: u64 },
+
+    #[error("registry slot {slot} is out of range or holds nothing")]
+    NotRegistered { slot: u32 },
+
+    #[error("the tensor registry is full ({capacity} live entries)")]
+    RegistryFull { capacity: usize },
 }
 
 impl Error {

@@ -4,7 +4,9 @@
 
 mod access;
 mod backing;
+pub mod blob;
 pub mod convert;
+pub mod desc;
 mod dtype;
 mod error;
 pub mod format;
@@ -19,6 +21,8 @@ mod view;
 pub use access::CpuAccess;
 pub use backing::dma::{heap_order, CMA_HEAP, CMA_UNCACHED_HEAP, HEAP_DIR, SYSTEM_HEAP};
 pub use backing::Contiguity;
+pub use blob::TransportMode;
+pub use desc::{Registry, TensorDesc};
 pub use dtype::{f16, DType, TensorElement};
 pub use error::{Error, Result};
 pub use format::{

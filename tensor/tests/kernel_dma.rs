@@ -89,3 +89,97 @@ fn undeclared_direction_is_refused_before_mapping() {
     assert!(r.map_read().is_ok());
     assert!(matches!(r.map_write(), Err(Error::CpuAccessDenied { .. })));
 }
+
+/// Every visible row of every plane (padding excluded), chroma buffer included.
+fn image_rows(t: &TensorDyn) -> Vec<Vec<u8>> {
+    let f = t.format().unwrap();
+    let (w, h) = (t.width().unwrap(), t.height().unwrap());
+    let mut out = Vec::new();
+    let mut i = 0;
+    for part in std::iter::once(t).chain(t.chroma()) {
+        let m = part.map_with::<u8>(CpuAccess::Read).unwrap();
+        for p in part.plane_table() {
+            let s = f.plane_sampling(i, 1);
+            for r in 0..s.rows(h) {
+                let at = p.offset + r * p.stride as usize;
+                out.push(m[at..at + s.row_bytes(w)].to_vec());
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+fn scribble(t: &TensorDyn, seed: u8) {
+    for part in std::iter::once(t).chain(t.chroma()) {
+        let mut m = part.map_with::<u8>(CpuAccess::ReadWrite).unwrap();
+        for (i, b) in m.as_mut_slice().unwrap().iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(13).wrapping_add(seed);
+        }
+    }
+}
+
+fn dev_ino(fd: std::os::fd::BorrowedFd<'_>) -> (u64, u64) {
+    let id = edgefirst_tensor::import::file_identity(fd).unwrap();
+    (id.dev, id.ino)
+}
+
+#[test]
+fn blob_over_dma_heap_buffers_in_both_modes() {
+    use edgefirst_tensor::blob::{self, TransportMode};
+    use edgefirst_tensor::{PixelFormat, PlaneDescriptor};
+
+    // One DMA-heap tensor: reference mode names the same kernel buffer through a dup.
+    let t = Tensor::<u8>::new(&[48, 96], Some(TensorMemory::DmaBuf), None).unwrap().into_dyn();
+    scribble(&t, 1);
+    let u = blob::import(&blob::export(&t, TransportMode::Reference).unwrap()).unwrap();
+    assert_eq!(u.memory(), TensorMemory::DmaBuf);
+    assert_eq!(dev_ino(u.fd().unwrap()), dev_ino(t.fd().unwrap()));
+    let src = t.map_with::<u8>(CpuAccess::Read).unwrap().to_vec();
+    assert_eq!(u.map_with::<u8>(CpuAccess::Read).unwrap().to_vec(), src);
+    let i = blob::import(&blob::export(&t, TransportMode::Inline).unwrap()).unwrap();
+    assert_eq!(i.memory(), TensorMemory::Mem);
+    assert_eq!(i.map_with::<u8>(CpuAccess::Read).unwrap().to_vec(), src);
+    println!(
+        "kernel lane: blob of a DMA-heap tensor: (dev, ino) {:?} survives reference mode",
+        dev_ino(t.fd().unwrap())
+    );
+
+    // NV12 from two heap fds: two plane records, each its own fd.
+    let (w, h, rs) = (96, 48, 128);
+    let heap = dma_heap::Heap::new(dma_heap::HeapKind::System).unwrap();
+    let luma_fd = heap.allocate(rs * h).unwrap();
+    let chroma_fd = heap.allocate(rs * h / 2).unwrap();
+    let nv = TensorDyn::import_image(
+        vec![
+            PlaneDescriptor::new(luma_fd.as_fd()).unwrap().with_stride(rs),
+            PlaneDescriptor::new(chroma_fd.as_fd()).unwrap().with_stride(rs),
+        ],
+        w,
+        h,
+        PixelFormat::Nv12,
+        CpuAccess::ReadWrite,
+    )
+    .unwrap();
+    assert!(nv.is_multiplane());
+    scribble(&nv, 7);
+    let b = blob::export(&nv, TransportMode::Reference).unwrap();
+    let r = blob::import(&b).unwrap();
+    assert!(r.is_multiplane());
+    assert_eq!(r.memory(), TensorMemory::DmaBuf);
+    assert_eq!(dev_ino(r.fd().unwrap()), dev_ino(luma_fd.as_fd()), "luma: the same heap buffer");
+    assert_eq!(
+        dev_ino(r.chroma().unwrap().fd().unwrap()),
+        dev_ino(chroma_fd.as_fd()),
+        "chroma: the same heap buffer"
+    );
+    assert_ne!(dev_ino(luma_fd.as_fd()), dev_ino(chroma_fd.as_fd()));
+    assert_eq!(image_rows(&r), image_rows(&nv));
+    // The producer's fds may close: the import holds dups.
+    drop((nv, luma_fd, chroma_fd));
+    let rows = image_rows(&r);
+    let i = blob::import(&blob::export(&r, TransportMode::Inline).unwrap()).unwrap();
+    assert!(!i.is_multiplane());
+    assert_eq!(image_rows(&i), rows);
+    println!("kernel lane: two-fd NV12 from the system heap round-trips by reference (2 fds) and inline");
+}
