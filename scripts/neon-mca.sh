@@ -1,14 +1,15 @@
 #!/bin/bash
 # Static estimates (llvm-mca, not timings) of the aarch64 conversion loops: the explicit NEON
 # kernels (`Simd::Neon`, tensor/src/convert/neon.rs) against the baseline's auto-vectorized loops
-# (kernels.rs as the compiler makes it for aarch64), sampling and finish apart, in cycles per 16
-# output pixels of 1920x1080 -> 640x640 letterbox (content 640x360: luma 3x, NV12 chroma 1.5x).
+# (baseline.rs as the compiler makes it for aarch64, inlined into the row driver), sampling and
+# finish apart, in cycles per 16 output pixels of 1920x1080 -> 640x640 letterbox (content 640x360:
+# luma 3x, NV12 chroma 1.5x).
 #
 # How: the crate's aarch64 assembly (one codegen unit, v0 symbol names so each NEON kernel variant
 # is its own demangled symbol); a loop is a backward branch, the innermost ones are kept. NEON
 # loops are found by symbol (`sample_blocks::<P, M, SINGLE, TWO>`, `finish_rows::<KIND, CS,
-# OUT>`), baseline loops inside `kernels::rows` by the source line their body carries (.loc) plus
-# an instruction filter, the most unrolled one where several match. Each loop body goes through
+# OUT>`), baseline loops inside `driver::rows` by the baseline.rs line their body carries (.loc)
+# plus an instruction filter, the most unrolled one where several match. Each loop body goes through
 # llvm-mca (-iterations=200) for cycles per iteration; the bytes it stores per iteration
 # (vector stores, st3/st4, scalar stores; stack spills left out) scale that to the bytes the loop
 # writes per 16 output pixels in the case. llvm-mca assumes every load hits L1 and every branch
@@ -37,7 +38,7 @@ python3 - "$asm" "$mca" "$filt" "$out/loops" "${cpus[@]}" <<'PY'
 import os, re, subprocess, sys
 
 asm, mca, filt, loop_dir, cpus = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
-KERNELS = 'tensor/src/convert/kernels.rs'
+BASELINE = 'tensor/src/convert/baseline.rs'
 os.makedirs(loop_dir, exist_ok=True)
 
 def parse(path):
@@ -118,19 +119,19 @@ def stored(body):
     return n
 
 def source_line(snippet):
-    for i, l in enumerate(open(KERNELS), 1):
+    for i, l in enumerate(open(BASELINE), 1):
         if snippet in l:
             return i
-    sys.exit(f'neon-mca: "{snippet}" not in {KERNELS}')
+    sys.exit(f'neon-mca: "{snippet}" not in {BASELINE}')
 
 def choose(funcs, where, need, want=(), avoid=()):
-    """The loop for one part of a case: `where` a symbol suffix or a kernels.rs snippet."""
+    """The loop for one part of a case: `where` a symbol suffix or a baseline.rs snippet."""
     if where.startswith('neon::'):
         cands = [b for f in funcs if f['name'].endswith(where) for b in inner_loops(f)]
     else:
         line = source_line(where)
-        rows = [f for f in funcs if f['name'].endswith('convert::kernels::rows')]
-        cands = [b for f in rows for b in inner_loops(f) if any(l == (KERNELS, line) for *_, l in b)]
+        rows = [f for f in funcs if f['name'].endswith('convert::driver::rows')]
+        cands = [b for f in rows for b in inner_loops(f) if any(l == (BASELINE, line) for *_, l in b)]
     ok = [b for b in cands if stored(b)
           and all(any(re.search(w, t) for _, t, _ in b) for w in want)
           and not any(re.search(a, t) for a in avoid for _, t, _ in b)]

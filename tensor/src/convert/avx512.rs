@@ -5,11 +5,11 @@
 
 #![allow(clippy::needless_range_loop)]
 
-use super::kernels::{
-    channels, finish_dispatch, folded, fused_params, group_dispatch, group_tail, order, yuv_rows, SendPtr,
-    BYTE, CS_BGR, CS_GRAY, CS_RGB, CS_RGBA, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
+use super::finish::{
+    channels, fill_blocks, finish_dispatch, folded, order, yuv_rows, FinishValues, SendPtr, FLOAT, GRAY,
+    GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
-use super::{Converter, Group, Permute};
+use super::plan::{group_dispatch, group_tail, Group, Permute, WEIGHT_UNIT};
 use std::arch::x86_64::*;
 
 /// The CPU has what the kernels here use (`vpermb` is VBMI).
@@ -18,6 +18,15 @@ pub(super) fn detect() -> bool {
         && std::is_x86_feature_detected!("avx512bw")
         && std::is_x86_feature_detected!("avx512vl")
         && std::is_x86_feature_detected!("avx512vbmi")
+}
+
+/// `n` blocks of padding from `block` (see `fill_blocks`), in zmm registers.
+///
+/// # Safety
+/// The CPU has AVX-512 F; `block` holds `BLOCK` readable bytes and `dst` `n * BLOCK` writable ones.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn fill(block: *const u8, dst: *mut u8, n: usize) {
+    unsafe { fill_blocks::<__m512i, 3>(block, dst, n) }
 }
 
 /// Byte `j` of a pixel-interleaved run of `C`-channel pixels, from the packed vector in which
@@ -62,7 +71,7 @@ const RGBA8: [u8; 64] = interleave8::<4>();
 const RGB32: [[[u32; 16]; 2]; 3] = interleave_f32_rgb();
 
 /// Colour, normalization and store of every content column of row `y` (the arithmetic of
-/// `kernels::finish_avx2`, lane for lane). One loop per source kind, output colourspace and
+/// `avx2::finish`, lane for lane). One loop per source kind, output colourspace and
 /// output form, the blocks of sixteen unmasked and the row's last columns under masks: a
 /// colourspace match and mask arithmetic left in the loop were a fifth of its samples
 /// (measured: NV12 → float32 0.255 → 0.240 ms).
@@ -71,8 +80,8 @@ const RGB32: [[[u32; 16]; 2]; 3] = interleave_f32_rgb();
 /// The CPU has AVX-512 F/BW/VL/VBMI; `dst` holds the converter's layout; `comps` rows hold the
 /// content width.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
-pub(super) unsafe fn finish(c: &Converter, comps: &[Vec<f32>; 4], dst: SendPtr, y: usize) -> usize {
-    finish_dispatch!(finish_rows, c, comps, dst, y)
+pub(super) unsafe fn finish(f: &FinishValues, comps: &[Vec<f32>; 4], dst: SendPtr, y: usize) -> usize {
+    finish_dispatch!(finish_rows, f, comps, dst, y)
 }
 
 /// The per-row constants of `finish_rows`: `FinishValues` broadcast.
@@ -96,14 +105,12 @@ struct Consts {
 
 #[inline(always)]
 unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
-    c: &Converter,
+    f: &FinishValues,
     comps: &[Vec<f32>; 4],
     dst: SendPtr,
     y: usize,
 ) -> usize {
-    let d = &c.dst;
-    let n = c.content.rect.width.min(comps[0].len());
-    let f = &c.finish;
+    let n = f.width.min(comps[0].len());
     let zero = _mm512_setzero_ps();
     let mut k = Consts {
         m: [[zero; 3]; 3],
@@ -117,8 +124,8 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
         hi: _mm512_set1_ps(f.hi),
         alpha: f.alpha,
         signed: f.signed,
-        chw: d.chw,
-        plane_stride: d.plane_stride,
+        chw: f.chw,
+        plane_stride: f.plane_stride,
     };
     for i in 0..3 {
         for j in 0..3 {
@@ -133,9 +140,7 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
         k.bias[i] = _mm512_set1_ps(f.bias[i]);
     }
     let esz = if OUT == FLOAT { 4 } else { 1 };
-    let row = unsafe {
-        dst.0.add(y * d.row_stride + c.content.rect.x * if d.chw { esz } else { channels(CS) * esz })
-    };
+    let row = unsafe { dst.0.add(y * f.row_stride + f.x0 * if f.chw { esz } else { channels(CS) * esz }) };
     let mut x = 0;
     while x + 16 <= n {
         unsafe { pixels::<K, CS, OUT>(&k, comps, row, x, 16) };
@@ -292,7 +297,7 @@ unsafe fn pixels<const K: u8, const CS: u8, const OUT: u8>(
 }
 
 /// A group's components at every content column through its `Permute` plan (the arithmetic of
-/// `kernels::shuffle_avx2`, sixteen outputs at a time); the columns after the last block as
+/// `avx2::sample`, sixteen outputs at a time); the columns after the last block as
 /// `group_tail` does them. Returns the columns its blocks wrote.
 ///
 /// # Safety
@@ -343,7 +348,7 @@ unsafe fn sample_blocks<const NARROW: bool, const M: usize, const SINGLE: bool, 
         *row = out[g.members[j].0].as_mut_ptr();
     }
     let wyv = _mm512_set1_ps(wy);
-    let unit = _mm512_set1_ps(super::WEIGHT_UNIT);
+    let unit = _mm512_set1_ps(WEIGHT_UNIT);
     // Byte 0 of each dword, or bytes 0 and 2.
     let keep: u64 = if SINGLE { 0x1111_1111_1111_1111 } else { 0x5555_5555_5555_5555 };
     let form = usize::from(!SINGLE);

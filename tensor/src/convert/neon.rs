@@ -19,15 +19,15 @@
 
 #![allow(clippy::needless_range_loop)]
 
-use super::kernels::{
-    channels, finish_dispatch, folded, fused_params, group_dispatch, group_tail, order, yuv_rows, SendPtr,
-    BYTE, CS_BGR, CS_GRAY, CS_RGB, CS_RGBA, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
+use super::finish::{
+    channels, finish_dispatch, folded, order, yuv_rows, FinishValues, SendPtr, FLOAT, GRAY, GRAY_WEIGHTS,
+    RAW8, RGB, YUV,
 };
-use super::{Converter, Group, Shuffle};
+use super::plan::{group_dispatch, group_tail, Group, Shuffle, WEIGHT_UNIT};
 use std::arch::aarch64::*;
 
 /// A group's components at every content column through its `Shuffle` plan (the arithmetic of
-/// `kernels::shuffle_avx2`), then the columns after the last block as `group_tail` does them.
+/// `avx2::sample`), then the columns after the last block as `group_tail` does them.
 /// Returns the columns its blocks wrote.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn sample(
@@ -86,7 +86,7 @@ unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, cons
         *row = out[g.members[j].0].as_mut_ptr();
     }
     let wyv = vdupq_n_f32(wy);
-    let unit = vdupq_n_f32(super::WEIGHT_UNIT);
+    let unit = vdupq_n_f32(WEIGHT_UNIT);
     let tap = if SINGLE { 0 } else { P };
     let (bases, controls) = (plan.bases.as_ptr(), plan.controls.as_ptr());
     for b in 0..blocks {
@@ -145,14 +145,14 @@ unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, cons
 }
 
 /// Colour, normalization and store of content columns `0..n` of row `y` (`n` the largest multiple
-/// of 8), the arithmetic of `kernels::finish_avx2` lane for lane; returns `n`, the caller finishes
+/// of 8), the arithmetic of `avx2::finish` lane for lane; returns `n`, the caller finishes
 /// the row.
 ///
 /// # Safety
 /// `dst` holds the converter's layout and no other thread writes row `y`; `comps` rows hold the
 /// content width.
-pub(super) unsafe fn finish(c: &Converter, comps: &[Vec<f32>; 4], dst: SendPtr, y: usize) -> usize {
-    finish_dispatch!(finish_rows, c, comps, dst, y)
+pub(super) unsafe fn finish(f: &FinishValues, comps: &[Vec<f32>; 4], dst: SendPtr, y: usize) -> usize {
+    finish_dispatch!(finish_rows, f, comps, dst, y)
 }
 
 /// `FinishValues` broadcast once per row.
@@ -173,14 +173,12 @@ struct Consts {
 /// same reason as `sample_blocks`: one call per row.
 #[inline(never)]
 unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
-    c: &Converter,
+    f: &FinishValues,
     comps: &[Vec<f32>; 4],
     dst: SendPtr,
     y: usize,
 ) -> usize {
-    let d = &c.dst;
-    let n = c.content.rect.width.min(comps.iter().map(Vec::len).min().unwrap_or(0)) / 8 * 8;
-    let f = &c.finish;
+    let n = f.width.min(comps.iter().map(Vec::len).min().unwrap_or(0)) / 8 * 8;
     let v = |a: f32| vdupq_n_f32(a);
     let k = Consts {
         m: f.m.map(|r| r.map(v)),
@@ -196,8 +194,8 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
     };
     let (nc, signed) = (channels(CS), f.signed);
     let esz = if OUT == FLOAT { 4 } else { 1 };
-    let row = unsafe { dst.0.add(y * d.row_stride + c.content.rect.x * if d.chw { esz } else { nc * esz }) };
-    let plane = |i: usize, x: usize| unsafe { row.add(i * d.plane_stride + esz * x) };
+    let row = unsafe { dst.0.add(y * f.row_stride + f.x0 * if f.chw { esz } else { nc * esz }) };
+    let plane = |i: usize, x: usize| unsafe { row.add(i * f.plane_stride + esz * x) };
     let mut x = 0;
     while x < n {
         unsafe {
@@ -205,7 +203,7 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
             if OUT == FLOAT {
                 for (h, ch) in halves.iter().enumerate() {
                     let at = x + 4 * h;
-                    if d.chw || nc == 1 {
+                    if f.chw || nc == 1 {
                         for i in 0..nc {
                             vst1q_f32(plane(i, at) as *mut f32, ch[i]);
                         }
@@ -227,7 +225,7 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
                         _ => vqmovun_s16(w),
                     };
                 }
-                if d.chw || nc == 1 {
+                if f.chw || nc == 1 {
                     for i in 0..nc {
                         vst1_u8(plane(i, x), b[i]);
                     }
@@ -269,7 +267,7 @@ fn clamp<const OUT: u8>(v: float32x4_t, lo: float32x4_t, hi: float32x4_t) -> flo
 
 /// Output channels 0..4 of pixels `x..x + 4`, finished: colour (or gray's R, G, B), the
 /// normalization, and for 8-bit outputs the type's clamp; the order of `finish_rows` in
-/// `kernels`.
+/// `avx2`.
 #[inline(always)]
 unsafe fn values<const K: u8, const CS: u8, const OUT: u8>(
     k: &Consts,
