@@ -30,9 +30,25 @@ gcc -Wall -Werror -Igst-plugin/include -o target/tensor_meta tests/c/tensor_meta
 target/tensor_meta
 /usr/bin/python3 tests/python/gtype_names.py
 /usr/bin/python3 tests/python/pool_kept_samples.py
+step "the C library: the conformance table from Rust, C and Python (ctypes), results compared"
+capi_lib=$root/target/debug
+gcc -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Itensor-capi/include -o target/conformance_c \
+  tests/c/conformance.c -L"$capi_lib" -ledgefirst_tensor -Wl,-rpath,"$capi_lib"
+EDGEFIRST_CONFORMANCE_OUT=$root/target/conformance-rust.txt cargo test -q -p edgefirst-tensor-capi --test conformance
+target/conformance_c tests/conformance/cases.txt > target/conformance-c.txt
+/usr/bin/python3 tests/python/conformance.py "$capi_lib/libedgefirst_tensor.so" tests/conformance/cases.txt \
+  > target/conformance-python.txt
+diff target/conformance-rust.txt target/conformance-c.txt
+diff target/conformance-rust.txt target/conformance-python.txt
+echo "conformance: $(wc -l < target/conformance-rust.txt) cases, identical in Rust, C and Python"
+
 step "examples"
 cargo run -q -p gstedgefirst --example pool-roundtrip
 cargo run -q -p edgefirst-tensor --example tensor-info
+gcc -std=c99 -Wall -Wextra -Werror -Itensor-capi/include -Igst-plugin/include -o target/tensor_from_gstbuffer \
+  examples/c/tensor_from_gstbuffer.c $(pkg-config --cflags --libs gstreamer-1.0 gstreamer-app-1.0 gstreamer-allocators-1.0) \
+  -L"$capi_lib" -ledgefirst_tensor -Wl,-rpath,"$capi_lib"
+target/tensor_from_gstbuffer
 step "meson build installs a plugin gst-inspect-1.0 loads"
 rm -rf target/meson target/meson-install
 meson setup target/meson --prefix="$root/target/meson-install" --libdir=lib --buildtype=release >/dev/null
@@ -42,6 +58,13 @@ GST_PLUGIN_PATH=$root/target/meson-install/lib/gstreamer-1.0 GST_REGISTRY=$root/
   gst-inspect-1.0 edgefirst > target/inspect-meson.txt
 grep -q "Filename.*meson-install/lib/gstreamer-1.0/libgstedgefirst.so" target/inspect-meson.txt
 echo "meson: $(grep Filename target/inspect-meson.txt | xargs)"
+# The C library as installed: its pkg-config file, header and .so build and run the C runner.
+export PKG_CONFIG_PATH=$root/target/meson-install/lib/pkgconfig
+gcc -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Werror -o target/conformance_installed tests/c/conformance.c \
+  $(pkg-config --cflags --libs edgefirst-tensor) -Wl,-rpath,"$root/target/meson-install/lib"
+target/conformance_installed tests/conformance/cases.txt > /dev/null
+unset PKG_CONFIG_PATH
+echo "meson: libedgefirst_tensor.so, edgefirst/tensor.h and edgefirst-tensor.pc installed and used"
 unset GST_PLUGIN_PATH GST_REGISTRY
 
 step "AddressSanitizer over the tensor and plugin tests (nightly)"

@@ -32,5 +32,7 @@ pub use identity::BufferIdentity;
 pub use image::{ImageDesc, Plane, PlaneDescriptor};
 pub use memory::{force_mem, TensorMemory};
 pub use preprocess::{Colorimetry, ContentRegion, Quantization, Region};
-pub use tensor::{allocate_fd, RawBuffer, Tensor, TensorDyn, TensorMap, TensorMapMut, TensorOptions};
+pub use tensor::{
+    allocate_fd, OwnedMap, RawBuffer, Tensor, TensorDyn, TensorMap, TensorMapMut, TensorOptions,
+};
 pub use view::window_planes;

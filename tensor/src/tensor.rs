@@ -487,6 +487,42 @@ impl<T: TensorElement> Deref for TensorMap<'_, T> {
     }
 }
 
+/// A map that keeps its tensor alive, for callers that cannot hold a borrow (the C library's
+/// handles). The map is declared before the tensor so it drops first: its DMA-BUF sync end uses
+/// the tensor's fd.
+pub struct OwnedMap {
+    raw: RawMap,
+    writable: bool,
+    _tensor: TensorDyn,
+}
+
+impl OwnedMap {
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.raw.ptr.as_ptr()
+    }
+
+    pub fn len(&self) -> usize {
+        self.raw.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.raw.len == 0
+    }
+
+    pub fn writable(&self) -> bool {
+        self.writable
+    }
+}
+
+impl TensorDyn {
+    /// Map the tensor's bytes with the declared-access check every map makes; the map holds a
+    /// clone of the tensor.
+    pub fn map_owned(&self, access: CpuAccess) -> Result<OwnedMap> {
+        let raw = self.map_raw(access)?;
+        Ok(OwnedMap { raw, writable: access.can_write(), _tensor: self.clone() })
+    }
+}
+
 /// A map taken for writing: dereferences mutably.
 pub struct TensorMapMut<'a, T>(TensorMap<'a, T>);
 
