@@ -144,6 +144,22 @@ fn run(op: &str, a: &[&str]) -> String {
             ef_tensor_free(t);
             format!("ok shape={} strides={} same_identity={}", join(&shape), join(&strides), same as u8)
         }
+        "batch" => {
+            ck!(new(a[0], a[1], a[2], RW, &mut t));
+            assert_eq!(fill(t), 0);
+            let mut e = ef_tensor::default();
+            ck!(ef_tensor_batch(t, a[3].parse().unwrap(), &mut e));
+            let (shape, strides, _) = geometry(e);
+            let (s, same) = (byte_sum(e), identity(e) == identity(t));
+            ef_tensor_free(e);
+            ef_tensor_free(t);
+            format!(
+                "ok shape={} strides={} sum={s} same_identity={}",
+                join(&shape),
+                join(&strides),
+                same as u8
+            )
+        }
         "map_sum" => {
             ck!(new(a[0], a[1], a[2], RW, &mut t));
             let rc = fill(t);

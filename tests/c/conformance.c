@@ -152,6 +152,15 @@ static void run(const char *op, char **a, char *out) {
                  identity(v) == identity(t));
         ef_tensor_free(v);
         ef_tensor_free(t);
+    } else if (strcmp(op, "batch") == 0) {
+        CK(new_tensor(a[0], a[1], a[2], RW, &t));
+        fill(t);
+        CK(ef_tensor_batch(t, strtoull(a[3], NULL, 10), &v));
+        geometry(v, &g);
+        snprintf(out, OUT_LEN, "ok shape=%s strides=%s sum=%llu same_identity=%d", g.shape, g.strides,
+                 (unsigned long long)byte_sum(v), identity(v) == identity(t));
+        ef_tensor_free(v);
+        ef_tensor_free(t);
     } else if (strcmp(op, "map_sum") == 0) {
         int rc;
         CK(new_tensor(a[0], a[1], a[2], RW, &t));

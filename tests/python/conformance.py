@@ -144,6 +144,15 @@ def run(op, a):
         lib.ef_tensor_free(v)
         lib.ef_tensor_free(t)
         return f"ok shape={shape} strides={strides} same_identity={same}"
+    if op == "batch":
+        t, e = new(a[0], a[1], a[2]), Tensor()
+        ck(fill(t))
+        ck(lib.ef_tensor_batch(t, C.c_uint64(int(a[3])), C.byref(e)))
+        shape, strides, _ = geometry(e)
+        s, same = byte_sum(e), int(identity(e) == identity(t))
+        lib.ef_tensor_free(e)
+        lib.ef_tensor_free(t)
+        return f"ok shape={shape} strides={strides} sum={s} same_identity={same}"
     if op == "map_sum":
         t = new(a[0], a[1], a[2])
         ck(fill(t))
