@@ -28,6 +28,8 @@ gcc -Wall -Werror -o target/gtype_names tests/c/gtype_names.c $(pkg-config --cfl
 target/gtype_names
 gcc -Wall -Werror -Igst-plugin/include -o target/tensor_meta tests/c/tensor_meta.c $(pkg-config --cflags --libs gstreamer-1.0 gstreamer-app-1.0)
 target/tensor_meta
+gcc -Wall -Werror -Igst-plugin/include -o target/batch_meta tests/c/batch_meta.c $(pkg-config --cflags --libs gstreamer-1.0 gstreamer-app-1.0)
+target/batch_meta
 /usr/bin/python3 tests/python/gtype_names.py
 /usr/bin/python3 tests/python/pool_kept_samples.py
 step "the C library: the conformance table from Rust, C and Python (ctypes), results compared"

@@ -3,14 +3,17 @@
 //! - `edgefirstdmabuf` allocator ([`DmaBufAllocator`], GType `GstEdgeFirstDmaBufAllocator`)
 //! - [`BufferPool`] (GType `GstEdgeFirstBufferPool`): 64-byte strides, GstVideoMeta, byte budget
 //! - element `edgefirsttensor` ([`EdgeFirstTensor`]): camera frames into tensors
+//! - element `edgefirsttensorbatch`: several cameras into one batch tensor
 //! - [`TensorMeta`] (API type `GstEdgeFirstTensorMetaAPI`): per-buffer tensor description
 
 use gst::glib;
 use gst::prelude::*;
 
 pub mod allocator;
+pub mod batch_meta;
 pub mod caps;
 pub mod edgefirsttensor;
+pub mod edgefirsttensorbatch;
 pub mod import_cache;
 pub mod meta;
 pub mod model;
@@ -29,7 +32,9 @@ fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     BufferPool::static_type();
     allocator::register(plugin)?;
     meta::register();
+    batch_meta::register();
     edgefirsttensor::register(plugin)?;
+    edgefirsttensorbatch::register(plugin)?;
     Ok(())
 }
 

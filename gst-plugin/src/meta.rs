@@ -111,111 +111,125 @@ impl TensorInfo {
     }
 }
 
-#[repr(C)]
-pub struct TensorMeta {
-    parent: gst::ffi::GstMeta,
-    info: TensorInfo,
-}
-
-// Plain data.
-unsafe impl Send for TensorMeta {}
-unsafe impl Sync for TensorMeta {}
-
-unsafe impl MetaAPI for TensorMeta {
-    type GstType = TensorMeta;
-    fn meta_api() -> glib::Type {
-        *API_TYPE
-    }
-}
-
-impl TensorMeta {
-    pub const API_NAME: &'static str = "GstEdgeFirstTensorMetaAPI";
-    pub const IMPL_NAME: &'static str = "GstEdgeFirstTensorMeta";
-
-    pub fn add<'a>(
-        buffer: &'a mut gst::BufferRef,
-        info: &TensorInfo,
-    ) -> gst::MetaRefMut<'a, Self, gst::meta::Standalone> {
-        unsafe {
-            let meta = gst::ffi::gst_buffer_add_meta(buffer.as_mut_ptr(), meta_info(), std::ptr::null_mut())
-                as *mut TensorMeta;
-            (*meta).info = *info;
-            Self::from_mut_ptr(buffer, meta)
+/// A GstMeta whose payload is one plain `#[repr(C)]` value (`$info`): the struct, its API type
+/// registered by name (so C finds it without linking the plugin), init/free, and a transform that
+/// carries it on copies only — any other transform (a scale, a crop) would make it describe bytes
+/// the buffer no longer has, so it is dropped rather than carried wrong.
+macro_rules! plain_meta {
+    ($meta:ident, $info:ty, $api:expr, $impl_name:expr, $register:ident) => {
+        #[repr(C)]
+        pub struct $meta {
+            parent: gst::ffi::GstMeta,
+            info: $info,
         }
-    }
 
-    pub fn info(&self) -> &TensorInfo {
-        &self.info
-    }
-}
+        // Plain data.
+        unsafe impl Send for $meta {}
+        unsafe impl Sync for $meta {}
 
-static API_TYPE: LazyLock<glib::Type> = LazyLock::new(|| unsafe {
-    let tags: [*const std::ffi::c_char; 1] = [std::ptr::null()];
-    let name = std::ffi::CString::new(TensorMeta::API_NAME).unwrap();
-    let t: glib::Type =
-        from_glib(gst::ffi::gst_meta_api_type_register(name.as_ptr(), tags.as_ptr() as *mut _));
-    assert_ne!(t, glib::Type::INVALID);
-    t
-});
-
-unsafe extern "C" fn meta_init(
-    meta: *mut gst::ffi::GstMeta,
-    _params: glib::ffi::gpointer,
-    _buffer: *mut gst::ffi::GstBuffer,
-) -> glib::ffi::gboolean {
-    unsafe { std::ptr::write(&mut (*(meta as *mut TensorMeta)).info, TensorInfo::default()) };
-    true.into_glib()
-}
-
-unsafe extern "C" fn meta_free(_meta: *mut gst::ffi::GstMeta, _buffer: *mut gst::ffi::GstBuffer) {}
-
-/// Copied with the buffer; any other transform (a scale, a crop) invalidates the geometry, so the
-/// meta is dropped rather than carried wrong.
-unsafe extern "C" fn meta_transform(
-    dest: *mut gst::ffi::GstBuffer,
-    meta: *mut gst::ffi::GstMeta,
-    _buffer: *mut gst::ffi::GstBuffer,
-    type_: glib::ffi::GQuark,
-    _data: glib::ffi::gpointer,
-) -> glib::ffi::gboolean {
-    // GST_META_TRANSFORM_IS_COPY: the quark GStreamer registers as "gst-copy".
-    let copy = glib::Quark::from_str("gst-copy");
-    if unsafe { from_glib::<_, glib::Quark>(type_) } != copy {
-        return false.into_glib();
-    }
-    unsafe {
-        let info = (*(meta as *const TensorMeta)).info;
-        let new = gst::ffi::gst_buffer_add_meta(dest, meta_info(), std::ptr::null_mut()) as *mut TensorMeta;
-        if new.is_null() {
-            return false.into_glib();
+        unsafe impl MetaAPI for $meta {
+            type GstType = $meta;
+            fn meta_api() -> glib::Type {
+                static API_TYPE: LazyLock<glib::Type> = LazyLock::new(|| unsafe {
+                    let tags: [*const std::ffi::c_char; 1] = [std::ptr::null()];
+                    let name = std::ffi::CString::new($api).unwrap();
+                    let t: glib::Type = from_glib(gst::ffi::gst_meta_api_type_register(
+                        name.as_ptr(),
+                        tags.as_ptr() as *mut _,
+                    ));
+                    assert_ne!(t, glib::Type::INVALID);
+                    t
+                });
+                *API_TYPE
+            }
         }
-        (*new).info = info;
-    }
-    true.into_glib()
+
+        impl $meta {
+            pub const API_NAME: &'static str = $api;
+            pub const IMPL_NAME: &'static str = $impl_name;
+
+            pub fn add<'a>(
+                buffer: &'a mut gst::BufferRef,
+                info: &$info,
+            ) -> gst::MetaRefMut<'a, Self, gst::meta::Standalone> {
+                unsafe {
+                    let meta = gst::ffi::gst_buffer_add_meta(
+                        buffer.as_mut_ptr(),
+                        Self::meta_info(),
+                        std::ptr::null_mut(),
+                    ) as *mut $meta;
+                    (*meta).info = *info;
+                    Self::from_mut_ptr(buffer, meta)
+                }
+            }
+
+            pub fn info(&self) -> &$info {
+                &self.info
+            }
+
+            fn meta_info() -> *const gst::ffi::GstMetaInfo {
+                struct MetaInfoPtr(*const gst::ffi::GstMetaInfo);
+                unsafe impl Send for MetaInfoPtr {}
+                unsafe impl Sync for MetaInfoPtr {}
+
+                unsafe extern "C" fn init(
+                    meta: *mut gst::ffi::GstMeta,
+                    _params: glib::ffi::gpointer,
+                    _buffer: *mut gst::ffi::GstBuffer,
+                ) -> glib::ffi::gboolean {
+                    unsafe { std::ptr::write(&mut (*(meta as *mut $meta)).info, <$info>::default()) };
+                    true.into_glib()
+                }
+
+                unsafe extern "C" fn free(_meta: *mut gst::ffi::GstMeta, _buffer: *mut gst::ffi::GstBuffer) {}
+
+                unsafe extern "C" fn transform(
+                    dest: *mut gst::ffi::GstBuffer,
+                    meta: *mut gst::ffi::GstMeta,
+                    _buffer: *mut gst::ffi::GstBuffer,
+                    type_: glib::ffi::GQuark,
+                    _data: glib::ffi::gpointer,
+                ) -> glib::ffi::gboolean {
+                    // GST_META_TRANSFORM_IS_COPY: the quark GStreamer registers as "gst-copy".
+                    let copy = glib::Quark::from_str("gst-copy");
+                    if unsafe { from_glib::<_, glib::Quark>(type_) } != copy {
+                        return false.into_glib();
+                    }
+                    unsafe {
+                        let info = (*(meta as *const $meta)).info;
+                        let new =
+                            gst::ffi::gst_buffer_add_meta(dest, $meta::meta_info(), std::ptr::null_mut())
+                                as *mut $meta;
+                        if new.is_null() {
+                            return false.into_glib();
+                        }
+                        (*new).info = info;
+                    }
+                    true.into_glib()
+                }
+
+                static INFO: LazyLock<MetaInfoPtr> = LazyLock::new(|| unsafe {
+                    let name = std::ffi::CString::new($impl_name).unwrap();
+                    MetaInfoPtr(gst::ffi::gst_meta_register(
+                        <$meta as MetaAPI>::meta_api().into_glib(),
+                        name.as_ptr(),
+                        std::mem::size_of::<$meta>(),
+                        Some(init),
+                        Some(free),
+                        Some(transform),
+                    ) as *const _)
+                });
+                INFO.0
+            }
+        }
+
+        /// Registers the meta with GStreamer (idempotent); done at plugin load so C code can look
+        /// the API type up by name.
+        pub fn $register() {
+            let _ = $meta::meta_info();
+        }
+    };
 }
+pub(crate) use plain_meta;
 
-struct MetaInfoPtr(*const gst::ffi::GstMetaInfo);
-unsafe impl Send for MetaInfoPtr {}
-unsafe impl Sync for MetaInfoPtr {}
-
-static META_INFO_PTR: LazyLock<MetaInfoPtr> = LazyLock::new(|| unsafe {
-    let name = std::ffi::CString::new(TensorMeta::IMPL_NAME).unwrap();
-    MetaInfoPtr(gst::ffi::gst_meta_register(
-        API_TYPE.into_glib(),
-        name.as_ptr(),
-        std::mem::size_of::<TensorMeta>(),
-        Some(meta_init),
-        Some(meta_free),
-        Some(meta_transform),
-    ) as *const _)
-});
-
-fn meta_info() -> *const gst::ffi::GstMetaInfo {
-    META_INFO_PTR.0
-}
-
-/// Registers the meta with GStreamer (idempotent); done at plugin load so C code can look the API
-/// type up by name.
-pub fn register() {
-    let _ = meta_info();
-}
+plain_meta!(TensorMeta, TensorInfo, "GstEdgeFirstTensorMetaAPI", "GstEdgeFirstTensorMeta", register);

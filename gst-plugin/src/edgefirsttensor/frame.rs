@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::os::fd::BorrowedFd;
 
 /// Plane offsets and strides of one buffer, from its GstVideoMeta or the caps.
-pub(super) struct BufferLayout {
+pub(crate) struct BufferLayout {
     pub offsets: Vec<usize>,
     pub strides: Vec<i32>,
 }
@@ -28,7 +28,7 @@ pub(super) struct BufferLayout {
 /// Offsets and strides this buffer really has, checked against its size with checked arithmetic:
 /// a GstVideoMeta that describes bytes the buffer does not hold is an error, never a read past
 /// the end.
-pub(super) fn buffer_layout(
+pub(crate) fn buffer_layout(
     buf: &gst::BufferRef,
     info: &gst_video::VideoInfo,
     format: PixelFormat,
@@ -81,7 +81,7 @@ pub(super) fn buffer_layout(
 /// Filesystem type per device number: a device's type never changes, so the second fstatfs a
 /// frame would cost is made once per device. Bounded against a producer cycling devices.
 #[derive(Default)]
-pub(super) struct FsTypes(HashMap<u64, u32>);
+pub(crate) struct FsTypes(HashMap<u64, u32>);
 
 impl FsTypes {
     fn magic(&mut self, fd: BorrowedFd<'_>, dev: u64) -> Result<u32, String> {
@@ -117,7 +117,7 @@ fn fs_name(magic: u32) -> &'static str {
 /// Per memory of `buf`: the kernel's identity and size of its fd object, None for memories
 /// without an fd. Every fd memory must be a DMA-BUF or tmpfs/memfd object holding at least the
 /// bytes the memory spans (offset + size), or the frame is refused.
-pub(super) fn check_fd_memories(
+pub(crate) fn check_fd_memories(
     buf: &gst::BufferRef,
     types: &mut FsTypes,
 ) -> Result<Vec<Option<FileIdentity>>, String> {
@@ -157,7 +157,7 @@ pub(super) fn check_fd_memories(
 
 /// What must match for a cached import to be served for this frame.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct ImportGeometry {
+pub(crate) struct ImportGeometry {
     format: VideoFormat,
     width: u32,
     height: u32,
@@ -167,13 +167,13 @@ pub(super) struct ImportGeometry {
     sizes: Vec<u64>,
 }
 
-pub(super) type Cache = ImportCache<ImportGeometry, TensorDyn>;
+pub(crate) type Cache = ImportCache<ImportGeometry, TensorDyn>;
 
 /// Import the frame's planes as a tensor without copying, through the cache, or `None` when a
 /// plane has no fd, the planes are not a layout the tensor crate imports, or the object ends
 /// inside the last plane's padding (the frame is then read in place through GStreamer's map,
 /// which the checks above made safe).
-pub(super) fn import(
+pub(crate) fn import(
     cache: &mut Cache,
     buf: &gst::BufferRef,
     info: &gst_video::VideoInfo,
@@ -254,7 +254,7 @@ pub(super) fn import(
 
 /// The frame's planes as the converter reads them: through the imported tensor's kept mapping
 /// (no mmap, munmap or page fault per frame), or through GStreamer's map of the buffer.
-pub(super) enum Planes<'a> {
+pub(crate) enum Planes<'a> {
     /// The image's map and plane table; a second plane's own map and stride for two-fd frames.
     Kept(TensorMap<'a, u8>, Option<(TensorMap<'a, u8>, usize)>, Vec<PlaneGeometry>),
     Mapped(Box<gst_video::VideoFrameRef<&'a gst::BufferRef>>),

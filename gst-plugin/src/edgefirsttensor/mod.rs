@@ -2,7 +2,7 @@
 //! (cached by the kernel's (device, inode, plane offset)), passes frames through when no
 //! conversion is asked, and tags every output buffer with a `GstEdgeFirstTensorMeta`.
 
-mod frame;
+pub(crate) mod frame;
 mod imp;
 
 use gst::glib;

@@ -1,0 +1,523 @@
+use super::MissingSlot;
+use crate::batch_meta::{BatchInfo, BatchMeta, BatchSlot, MAX_SLOTS, SLOT_FILLED, SLOT_REPEATED};
+use crate::caps::{model_dims, TensorCaps, TENSORS_MEDIA_TYPE};
+use crate::edgefirsttensor::frame;
+use crate::meta::{dtype_code, TensorInfo, TensorMeta};
+use crate::model::{self, ModelLayout, Settings};
+use crate::video::pixel_format;
+use edgefirst_tensor::convert::{ConvertSpec, Converter, DstLayout, SrcImage};
+use edgefirst_tensor::preprocess::{Colorimetry, FitMode};
+use edgefirst_tensor::{byte_strides, PixelFormat, PixelLayout, StrideSpec};
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::prelude::*;
+use gst_base::subclass::prelude::*;
+use gst_video::prelude::*;
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
+
+static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "edgefirsttensorbatch",
+        gst::DebugColorFlags::empty(),
+        Some("EdgeFirst cameras into one batch tensor"),
+    )
+});
+
+#[derive(Debug, Clone, Default)]
+struct BatchSettings {
+    model: Settings,
+    batch_size: u32,
+    missing_slot: MissingSlot,
+}
+
+/// One source's conversion into its slot.
+struct Source {
+    caps: gst::Caps,
+    info: gst_video::VideoInfo,
+    format: PixelFormat,
+    converter: Converter,
+    /// Its last converted slot, for `missing-slot=previous`.
+    previous: Option<Vec<u8>>,
+}
+
+/// A slot to convert: its index, its bytes, and its frame with the pad it came from.
+type SlotWork<'a> = (usize, &'a mut [u8], Option<&'a (gst::Buffer, String)>);
+
+/// What the negotiated output is.
+struct Output {
+    n: usize,
+    slot: DstLayout,
+    tensor: TensorCaps,
+    pool: gst::BufferPool,
+    /// The fill colour as a slot, converted like a frame (every dtype and normalization).
+    fill: Vec<u8>,
+}
+
+#[derive(Default)]
+struct State {
+    sources: HashMap<String, Source>,
+    output: Option<Output>,
+    /// When the next batch is due (running time): the last one's time plus a frame. A live
+    /// batch leaves at this time plus the latency whether every source has a frame or not.
+    next: Option<gst::ClockTime>,
+    /// One frame at the negotiated rate.
+    frame: gst::ClockTime,
+}
+
+#[derive(Default)]
+pub struct EdgeFirstTensorBatch {
+    settings: Mutex<BatchSettings>,
+    state: Mutex<State>,
+}
+
+/// `sink_%u` → its index.
+fn pad_index(pad: &gst::Pad) -> u32 {
+    pad.name().trim_start_matches("sink_").parse().unwrap_or(u32::MAX)
+}
+
+impl EdgeFirstTensorBatch {
+    /// The sink pads in index order.
+    fn sink_pads(&self) -> Vec<gst_base::AggregatorPad> {
+        let mut pads: Vec<gst_base::AggregatorPad> = self
+            .obj()
+            .sink_pads()
+            .into_iter()
+            .filter_map(|p| p.downcast::<gst_base::AggregatorPad>().ok())
+            .collect();
+        pads.sort_by_key(|p| pad_index(p.upcast_ref()));
+        pads
+    }
+
+    /// The slot layout for the settings and a source of `w`x`h` (the model size, when unset,
+    /// is the first source's).
+    fn slot_layout(settings: &Settings, w: u32, h: u32) -> DstLayout {
+        let (mw, mh) = settings.model_size(w, h);
+        DstLayout::dense(
+            mw as usize,
+            mh as usize,
+            settings.colorspace.convert(),
+            settings.layout == ModelLayout::Chw,
+            settings.dtype.dtype(),
+        )
+    }
+
+    /// A converter for one source into `slot`, made when its caps are new.
+    fn source_for<'a>(
+        &self,
+        sources: &'a mut HashMap<String, Source>,
+        pad: &gst_base::AggregatorPad,
+        settings: &Settings,
+        slot: &DstLayout,
+    ) -> Result<&'a mut Source, String> {
+        let caps = pad.current_caps().ok_or_else(|| format!("{} has no caps", pad.name()))?;
+        let name = pad.name().to_string();
+        if sources.get(&name).is_none_or(|s| s.caps != caps) {
+            let info = gst_video::VideoInfo::from_caps(&caps)
+                .map_err(|_| format!("{}: not video: {caps}", pad.name()))?;
+            let format = pixel_format(info.format())
+                .ok_or_else(|| format!("{} is not an input format", info.format().to_str()))?;
+            settings.check_region(info.width(), info.height())?;
+            let colorimetry = Colorimetry::from_gst_str(&info.colorimetry().to_string()).unwrap_or_default();
+            let converter = Converter::new(
+                format,
+                info.width() as usize,
+                info.height() as usize,
+                *slot,
+                &settings.spec(colorimetry),
+                1,
+            )
+            .map_err(|e| format!("{}: cannot convert {caps}: {e}", pad.name()))?;
+            sources.insert(name.clone(), Source { caps, info, format, converter, previous: None });
+        }
+        Ok(sources.get_mut(&name).expect("inserted above"))
+    }
+
+    fn fail(&self, msg: String) -> gst::FlowError {
+        gst::element_imp_error!(self, gst::StreamError::Format, ("{}", msg));
+        gst::FlowError::Error
+    }
+}
+
+/// The fill colour through the model's conversion: a one-pixel RGB frame of it, stretched over
+/// the slot, so normalization, quantization and dtype apply exactly as to a frame's padding.
+fn fill_slot(settings: &Settings, slot: &DstLayout) -> Result<Vec<u8>, String> {
+    let c = settings.fill_color;
+    let pixel = [(c >> 24) as u8, (c >> 16) as u8, (c >> 8) as u8];
+    let spec =
+        ConvertSpec { fit: FitMode::Stretch, source_region: None, ..settings.spec(Colorimetry::default()) };
+    let conv = Converter::new(PixelFormat::Rgb, 1, 1, *slot, &spec, 1).map_err(|e| e.to_string())?;
+    let mut out = vec![0u8; slot.bytes()];
+    let src = SrcImage {
+        format: PixelFormat::Rgb,
+        width: 1,
+        height: 1,
+        planes: [(&pixel[..], 3), (&[], 0), (&[], 0)],
+    };
+    conv.convert(&src, &mut out).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+#[glib::object_subclass]
+impl ObjectSubclass for EdgeFirstTensorBatch {
+    const NAME: &'static str = "GstEdgeFirstTensorBatch";
+    type Type = super::EdgeFirstTensorBatch;
+    type ParentType = gst_base::Aggregator;
+}
+
+impl ObjectImpl for EdgeFirstTensorBatch {
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPS: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            let mut props = model::properties();
+            props.push(
+                glib::ParamSpecUInt::builder("batch-size")
+                    .nick("Batch size")
+                    .blurb("Slots in the batch tensor (0: one per linked sink pad)")
+                    .maximum(MAX_SLOTS as u32)
+                    .mutable_ready()
+                    .build(),
+            );
+            props.push(
+                glib::ParamSpecEnum::builder_with_default("missing-slot", MissingSlot::Fill)
+                    .nick("Missing slot")
+                    .blurb("What a slot holds when its source has no frame as the batch leaves (a live source past latency, or one at EOS)")
+                    .mutable_playing()
+                    .build(),
+            );
+            props
+        });
+        PROPS.as_ref()
+    }
+
+    fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        let mut s = self.settings.lock().unwrap();
+        match pspec.name() {
+            "batch-size" => s.batch_size = value.get().unwrap_or(0),
+            "missing-slot" => s.missing_slot = value.get().unwrap_or_default(),
+            name => {
+                s.model.set(name, value);
+                if let Some(why) = s.model.refusal() {
+                    gst::error!(CAT, imp = self, "{why}");
+                }
+            }
+        }
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        let s = self.settings.lock().unwrap();
+        match pspec.name() {
+            "batch-size" => s.batch_size.to_value(),
+            "missing-slot" => s.missing_slot.to_value(),
+            name => s.model.get(name).unwrap_or_else(|| pspec.default_value().clone()),
+        }
+    }
+}
+
+impl GstObjectImpl for EdgeFirstTensorBatch {}
+
+impl ElementImpl for EdgeFirstTensorBatch {
+    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
+        static META: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
+            gst::subclass::ElementMetadata::new(
+                "EdgeFirst cameras to batch tensor",
+                "Filter/Converter/Video/Tensor",
+                "Converts several video streams into the slots of one batch tensor",
+                "gstedgefirst developers",
+            )
+        });
+        Some(&*META)
+    }
+
+    fn pad_templates() -> &'static [gst::PadTemplate] {
+        static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
+            let mut sink = gst_video::VideoCapsBuilder::new().format_list(crate::video::FORMATS).build();
+            sink.merge(
+                gst_video::VideoCapsBuilder::new()
+                    .features([gst_allocators::CAPS_FEATURE_MEMORY_DMABUF])
+                    .format_list(crate::video::FORMATS)
+                    .build(),
+            );
+            let src = gst::Caps::builder(TENSORS_MEDIA_TYPE)
+                .field("format", "static")
+                .field("num_tensors", 1i32)
+                .build();
+            vec![
+                gst::PadTemplate::with_gtype(
+                    "src",
+                    gst::PadDirection::Src,
+                    gst::PadPresence::Always,
+                    &src,
+                    gst_base::AggregatorPad::static_type(),
+                )
+                .unwrap(),
+                gst::PadTemplate::with_gtype(
+                    "sink_%u",
+                    gst::PadDirection::Sink,
+                    gst::PadPresence::Request,
+                    &sink,
+                    gst_base::AggregatorPad::static_type(),
+                )
+                .unwrap(),
+            ]
+        });
+        TEMPLATES.as_ref()
+    }
+
+    fn release_pad(&self, pad: &gst::Pad) {
+        self.state.lock().unwrap().sources.remove(pad.name().as_str());
+        self.parent_release_pad(pad);
+        // One slot fewer when the batch size follows the pads.
+        self.obj().src_pad().mark_reconfigure();
+    }
+}
+
+impl AggregatorImpl for EdgeFirstTensorBatch {
+    fn start(&self) -> Result<(), gst::ErrorMessage> {
+        if let Some(why) = self.settings.lock().unwrap().model.refusal() {
+            return Err(gst::error_msg!(gst::LibraryError::Settings, ("{}", why)));
+        }
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<(), gst::ErrorMessage> {
+        let mut st = self.state.lock().unwrap();
+        if let Some(out) = st.output.take() {
+            let _ = out.pool.set_active(false);
+        }
+        st.sources.clear();
+        Ok(())
+    }
+
+    fn create_new_pad(
+        &self,
+        templ: &gst::PadTemplate,
+        req_name: Option<&str>,
+        caps: Option<&gst::Caps>,
+    ) -> Option<gst_base::AggregatorPad> {
+        let pad = self.parent_create_new_pad(templ, req_name, caps)?;
+        if self.obj().sink_pads().len() >= MAX_SLOTS {
+            gst::element_imp_error!(self, gst::CoreError::Pad, ("at most {} sources", MAX_SLOTS));
+            return None;
+        }
+        self.obj().src_pad().mark_reconfigure();
+        Some(pad)
+    }
+
+    fn next_time(&self) -> Option<gst::ClockTime> {
+        Some(self.state.lock().unwrap().next.unwrap_or(gst::ClockTime::ZERO))
+    }
+
+    fn update_src_caps(&self, _caps: &gst::Caps) -> Result<gst::Caps, gst::FlowError> {
+        let settings = self.settings.lock().unwrap().clone();
+        let pads = self.sink_pads();
+        let first = pads.iter().find_map(|p| p.current_caps()).ok_or(gst_base::AGGREGATOR_FLOW_NEED_DATA)?;
+        let info =
+            gst_video::VideoInfo::from_caps(&first).map_err(|_| self.fail(format!("not video: {first}")))?;
+        let n = if settings.batch_size > 0 { settings.batch_size as usize } else { pads.len().max(1) };
+        let (mw, mh) = settings.model.model_size(info.width(), info.height());
+        let mut dims = model_dims(
+            settings.model.colorspace.channels(),
+            settings.model.layout == ModelLayout::Chw,
+            mw as usize,
+            mh as usize,
+        );
+        *dims.last_mut().expect("four dimensions") = n;
+        let fps = info.fps();
+        let tensor = TensorCaps {
+            dtype: settings.model.dtype.dtype(),
+            dims,
+            framerate: (fps.numer() > 0).then_some(fps),
+        };
+        Ok(tensor.to_caps())
+    }
+
+    fn negotiated_src_caps(&self, caps: &gst::Caps) -> Result<(), gst::LoggableError> {
+        let settings = self.settings.lock().unwrap().clone();
+        let s = caps.structure(0).ok_or_else(|| gst::loggable_error!(CAT, "empty caps"))?;
+        let tensor = TensorCaps::from_structure(s).map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
+        let n = *tensor.dims.last().unwrap_or(&1);
+        if n == 0 || n > MAX_SLOTS {
+            return Err(gst::loggable_error!(CAT, "a batch of {n} (at most {MAX_SLOTS})"));
+        }
+        let (w, h) = if tensor.dims.len() == 4 && settings.model.layout == ModelLayout::Chw {
+            (tensor.dims[0], tensor.dims[1])
+        } else {
+            (tensor.dims[1], tensor.dims[2])
+        };
+        let mut model = settings.model.clone();
+        (model.model_width, model.model_height) = (w as u32, h as u32);
+        let slot = Self::slot_layout(&model, w as u32, h as u32);
+        let bytes = slot.bytes().checked_mul(n).filter(|&b| b <= u32::MAX as usize).ok_or_else(|| {
+            gst::loggable_error!(
+                CAT,
+                "a batch of {n} x {} bytes does not fit a GStreamer pool buffer",
+                slot.bytes()
+            )
+        })?;
+        let fill = fill_slot(&model, &slot).map_err(|e| gst::loggable_error!(CAT, "fill colour: {e}"))?;
+        let (pool, _) = crate::BufferPool::configured(caps, bytes as u32, 1, 0)
+            .map_err(|e| gst::loggable_error!(CAT, "edgefirst pool refused {caps}: {e}"))?;
+        pool.set_active(true).map_err(|e| gst::loggable_error!(CAT, "pool activation: {e}"))?;
+        let mut st = self.state.lock().unwrap();
+        if let Some(old) = st.output.take() {
+            let _ = old.pool.set_active(false);
+        }
+        st.sources.clear();
+        st.frame = tensor
+            .framerate
+            .filter(|f| f.numer() > 0)
+            .and_then(|f| gst::ClockTime::SECOND.mul_div_floor(f.denom() as u64, f.numer() as u64))
+            .unwrap_or(gst::ClockTime::from_mseconds(33));
+        gst::info!(CAT, imp = self, "batch of {n}: {caps}");
+        st.output = Some(Output { n, slot, tensor, pool: pool.upcast(), fill });
+        Ok(())
+    }
+
+    fn aggregate(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let settings = self.settings.lock().unwrap().clone();
+        let pads = self.sink_pads();
+        if pads.iter().all(|p| p.is_eos() && !p.has_buffer()) {
+            return Err(gst::FlowError::Eos);
+        }
+        let mut st = self.state.lock().unwrap();
+        let st = &mut *st;
+        let Some(out) = st.output.as_ref() else {
+            return Err(gst_base::AGGREGATOR_FLOW_NEED_DATA);
+        };
+        let (n, slot_bytes) = (out.n, out.slot.bytes());
+        let slot_layout = out.slot;
+        let mut model = settings.model.clone();
+        (model.model_width, model.model_height) = (slot_layout.width as u32, slot_layout.height as u32);
+        // Each slot's input: a frame, or nothing (fill or repeat).
+        let mut frames: Vec<Option<(gst::Buffer, String)>> = Vec::with_capacity(n);
+        for i in 0..n {
+            frames.push(pads.get(i).and_then(|p| p.pop_buffer().map(|b| (b, p.name().to_string()))));
+        }
+        for (pad, f) in pads.iter().zip(&frames) {
+            if f.is_some() {
+                self.source_for(&mut st.sources, pad, &model, &slot_layout).map_err(|e| self.fail(e))?;
+            }
+        }
+        let mut outbuf = out.pool.acquire_buffer(None)?;
+        let mut info = BatchInfo { n_slots: n as u32, slot_stride: slot_bytes as u32, ..Default::default() };
+        let mut pts = None;
+        {
+            let b = outbuf.get_mut().expect("a fresh pool buffer");
+            let mut map = b.map_writable().map_err(|_| self.fail("cannot map the batch buffer".into()))?;
+            let slots: Vec<&mut [u8]> = map.chunks_mut(slot_bytes).take(n).collect();
+            // Slots converted on up to n-threads threads, a share of the slots each.
+            let threads = (settings.model.n_threads as usize).clamp(1, n);
+            let mut work: Vec<SlotWork<'_>> =
+                slots.into_iter().enumerate().map(|(i, s)| (i, s, frames[i].as_ref())).collect();
+            let sources = &st.sources;
+            let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
+                let per = work.len().div_ceil(threads);
+                let mut handles = Vec::new();
+                while !work.is_empty() {
+                    let chunk: Vec<_> = work.drain(..per.min(work.len())).collect();
+                    handles.push(scope.spawn(move || -> Result<(), String> {
+                        for (_, slot, frame) in chunk {
+                            if let Some((buf, name)) = frame {
+                                let src = &sources[name];
+                                convert_into(src, buf, slot)?;
+                            }
+                        }
+                        Ok(())
+                    }));
+                }
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|_| Err("a slot's conversion panicked".into())))
+                    .collect()
+            });
+            for r in results {
+                r.map_err(|e| self.fail(e))?;
+            }
+            for i in 0..n {
+                let slot = &mut map[i * slot_bytes..(i + 1) * slot_bytes];
+                let pad = pads.get(i);
+                let mut s = BatchSlot {
+                    source: pad.map_or(i as u32, |p| pad_index(p.upcast_ref())),
+                    pts: u64::MAX,
+                    ..Default::default()
+                };
+                match (&frames[i], pad.and_then(|p| st.sources.get_mut(p.name().as_str()))) {
+                    (Some((buf, _)), Some(src)) => {
+                        s.pts = buf.pts().map_or(u64::MAX, |t| t.nseconds());
+                        pts = pts.or(buf.pts());
+                        let c = src.converter.content();
+                        set_geometry(&mut s, c);
+                        if settings.missing_slot == MissingSlot::Previous {
+                            src.previous = Some(slot.to_vec());
+                        }
+                    }
+                    (None, Some(src))
+                        if settings.missing_slot == MissingSlot::Previous && src.previous.is_some() =>
+                    {
+                        slot.copy_from_slice(src.previous.as_deref().expect("checked"));
+                        s.flags = SLOT_REPEATED;
+                        set_geometry(&mut s, src.converter.content());
+                    }
+                    _ => {
+                        slot.copy_from_slice(&out.fill);
+                        s.flags = SLOT_FILLED;
+                    }
+                }
+                info.slots[i] = s;
+            }
+        }
+        let b = outbuf.get_mut().expect("a fresh pool buffer");
+        let pts = pts.or(st.next);
+        b.set_pts(pts);
+        b.set_duration(st.frame);
+        st.next = pts.map(|t| t + st.frame);
+        let mut meta = TensorInfo { dtype: dtype_code(slot_layout.dtype), ..Default::default() };
+        let shape = out.tensor.shape();
+        let layout = if slot_layout.chw { PixelLayout::Planar } else { PixelLayout::Packed };
+        let spec = StrideSpec {
+            layout,
+            row_stride: slot_layout.row_stride,
+            plane_stride: slot_layout.chw.then_some(slot_layout.plane_stride),
+            batch_stride: Some(slot_bytes),
+        };
+        let _ = meta.set_layout(&shape, &byte_strides(&shape, slot_layout.dtype.size(), Some(&spec)));
+        TensorMeta::add(b, &meta);
+        BatchMeta::add(b, &info);
+        gst::trace!(CAT, imp = self, "batch of {n} (timeout {timeout})");
+        drop(pads);
+        self.obj().finish_buffer(outbuf)
+    }
+}
+
+fn set_geometry(s: &mut BatchSlot, c: &edgefirst_tensor::ContentRegion) {
+    (s.content_x, s.content_y, s.content_width, s.content_height) =
+        (c.rect.x as u32, c.rect.y as u32, c.rect.width as u32, c.rect.height as u32);
+    (s.source_x, s.source_y, s.source_width, s.source_height) =
+        (c.source.x as u32, c.source.y as u32, c.source.width as u32, c.source.height as u32);
+    (s.scale_x, s.scale_y) = (c.scale_x, c.scale_y);
+}
+
+/// One frame into its slot, read in place through its GstVideoMeta planes after the checks every
+/// edgefirst element makes (planes inside the buffer, fd memories inside their objects).
+fn convert_into(src: &Source, buf: &gst::Buffer, slot: &mut [u8]) -> Result<(), String> {
+    let _layout = frame::buffer_layout(buf, &src.info, src.format)?;
+    // A filesystem type cache per call: slots convert on several threads at once.
+    frame::check_fd_memories(buf, &mut frame::FsTypes::default())?;
+    let frame = gst_video::VideoFrameRef::from_buffer_ref_readable(buf.as_ref(), &src.info)
+        .map_err(|e| format!("cannot map the input frame: {e}"))?;
+    let mut planes: [(&[u8], usize); 3] = [(&[], 0); 3];
+    for (p, plane) in planes.iter_mut().enumerate().take(src.format.num_planes()) {
+        *plane = (
+            frame.plane_data(p as u32).map_err(|e| format!("plane {p}: {e}"))?,
+            frame.plane_stride()[p] as usize,
+        );
+    }
+    let image = SrcImage {
+        format: src.format,
+        width: src.info.width() as usize,
+        height: src.info.height() as usize,
+        planes,
+    };
+    src.converter.convert(&image, slot).map_err(|e| format!("conversion failed: {e}"))
+}

@@ -1,0 +1,149 @@
+//! edgefirsttensorbatch: sources of different formats and sizes into one batch tensor, every slot
+//! bit-exact with edgefirsttensor alone on that source; a stalled live source filled on timeout
+//! with the meta saying so; the batch following the linked pads.
+
+mod common;
+
+use common::*;
+use gst::prelude::*;
+use gstedgefirst::batch_meta::{BatchMeta, SLOT_FILLED};
+
+const MODEL: &str = "model-width=64 model-height=48";
+
+/// Every buffer an appsink named `sink` receives from `launch`, as bytes.
+fn collect(launch: &str) -> Vec<gst::Buffer> {
+    init();
+    let p = gst::parse::launch(launch).unwrap_or_else(|e| panic!("{launch}: {e}"));
+    let sink = p
+        .downcast_ref::<gst::Bin>()
+        .unwrap()
+        .by_name("sink")
+        .unwrap()
+        .downcast::<gst_app::AppSink>()
+        .unwrap();
+    p.set_state(gst::State::Playing).unwrap();
+    let mut out = Vec::new();
+    while let Some(s) = sink.try_pull_sample(gst::ClockTime::from_seconds(10)) {
+        out.push(s.buffer_owned().unwrap());
+    }
+    let bus = p.bus().unwrap();
+    if let Some(m) = bus.pop_filtered(&[gst::MessageType::Error]) {
+        if let gst::MessageView::Error(e) = m.view() {
+            panic!("{launch}: {} {:?}", e.error(), e.debug());
+        }
+    }
+    p.set_state(gst::State::Null).unwrap();
+    out
+}
+
+/// The same source through edgefirsttensor alone: what each slot must hold.
+fn alone(source: &str, extra: &str) -> Vec<Vec<u8>> {
+    collect(&format!("{source} ! edgefirsttensor {MODEL} {extra} ! appsink name=sink sync=false"))
+        .iter()
+        .map(|b| b.map_readable().unwrap().to_vec())
+        .collect()
+}
+
+fn check_slots(sources: &[&str], extra: &str) {
+    let mut launch = format!("edgefirsttensorbatch name=b {MODEL} {extra} ! appsink name=sink sync=false ");
+    for (i, s) in sources.iter().enumerate() {
+        launch += &format!(" {s} ! b.sink_{i}");
+    }
+    let batches = collect(&launch);
+    assert_eq!(batches.len(), 3, "one batch per frame of the sources");
+    let singles: Vec<Vec<Vec<u8>>> = sources.iter().map(|s| alone(s, extra)).collect();
+    for (k, b) in batches.iter().enumerate() {
+        let meta = *b.meta::<BatchMeta>().expect("a batch meta").info();
+        assert_eq!(meta.n_slots as usize, sources.len());
+        let slot = meta.slot_stride as usize;
+        let m = b.map_readable().unwrap();
+        assert_eq!(m.len(), slot * sources.len(), "one buffer for the whole batch");
+        for (i, single) in singles.iter().enumerate() {
+            assert_eq!(single[k].len(), slot);
+            assert!(
+                m[i * slot..(i + 1) * slot] == single[k][..],
+                "batch {k} slot {i} equals edgefirsttensor alone"
+            );
+            let s = meta.slots()[i];
+            assert_eq!((s.source, s.flags), (i as u32, 0));
+            assert!(s.content_width > 0 && s.source_width > 0 && s.pts != u64::MAX);
+        }
+        let t = *b.meta::<gstedgefirst::TensorMeta>().expect("a tensor meta").info();
+        assert_eq!(t.shape()[0], sources.len() as u64, "the batch is the outermost dimension");
+    }
+}
+
+#[test]
+fn two_sources_of_different_formats_and_sizes_are_bit_exact_slots() {
+    check_slots(
+        &[
+            "videotestsrc num-buffers=3 ! video/x-raw,format=NV12,width=320,height=240",
+            "videotestsrc num-buffers=3 pattern=ball ! video/x-raw,format=RGB,width=160,height=90",
+        ],
+        "",
+    );
+}
+
+#[test]
+fn four_sources_float32_chw_with_mean_std_on_two_threads() {
+    check_slots(
+        &[
+            "videotestsrc num-buffers=3 ! video/x-raw,format=YUY2,width=128,height=96",
+            "videotestsrc num-buffers=3 pattern=ball ! video/x-raw,format=RGBA,width=100,height=100",
+            "videotestsrc num-buffers=3 pattern=smpte75 ! video/x-raw,format=I420,width=96,height=64",
+            "videotestsrc num-buffers=3 pattern=snow ! video/x-raw,format=NV21,width=64,height=128",
+        ],
+        "model-dtype=float32 model-layout=chw model-mean=0.485,0.456,0.406 model-std=0.229,0.224,0.225 n-threads=2",
+    );
+}
+
+#[test]
+fn the_batch_follows_the_linked_pads_and_batch_size() {
+    let one = collect(&format!(
+        "edgefirsttensorbatch name=b {MODEL} ! appsink name=sink sync=false \
+         videotestsrc num-buffers=2 ! video/x-raw,format=RGB,width=64,height=48 ! b.sink_0"
+    ));
+    assert_eq!(one[0].meta::<BatchMeta>().unwrap().info().n_slots, 1);
+    // batch-size larger than the pads: the slots without a source are filled, and say so.
+    let three = collect(&format!(
+        "edgefirsttensorbatch name=b {MODEL} batch-size=3 ! appsink name=sink sync=false \
+         videotestsrc num-buffers=2 ! video/x-raw,format=RGB,width=64,height=48 ! b.sink_0"
+    ));
+    let info = *three[0].meta::<BatchMeta>().unwrap().info();
+    assert_eq!(info.n_slots, 3);
+    assert_eq!(info.slots()[1].flags, SLOT_FILLED);
+    let m = three[0].map_readable().unwrap();
+    let slot = info.slot_stride as usize;
+    assert!(m[slot..2 * slot].iter().all(|&b| b == 0x80), "the default fill colour, 0x808080, as uint8 RGB");
+}
+
+#[test]
+fn a_stalled_live_source_is_filled_when_the_latency_runs_out() {
+    init();
+    let p = gst::parse::launch(&format!(
+        "edgefirsttensorbatch name=b {MODEL} latency=50000000 ! appsink name=sink sync=false \
+         videotestsrc is-live=true num-buffers=6 ! video/x-raw,format=RGB,width=64,height=48,framerate=30/1 ! b.sink_0 \
+         appsrc name=stalled is-live=true min-latency=0 format=time caps=video/x-raw,format=RGB,width=32,height=24,framerate=30/1 ! b.sink_1"
+    ))
+    .unwrap();
+    let bin = p.downcast_ref::<gst::Bin>().unwrap();
+    let sink = bin.by_name("sink").unwrap().downcast::<gst_app::AppSink>().unwrap();
+    p.set_state(gst::State::Playing).unwrap();
+    let mut filled = 0;
+    for _ in 0..4 {
+        let s = sink
+            .try_pull_sample(gst::ClockTime::from_seconds(10))
+            .expect("batches leave without the stalled source");
+        let b = s.buffer().unwrap();
+        let info = *b.meta::<BatchMeta>().unwrap().info();
+        assert_eq!(info.n_slots, 2);
+        assert_eq!(info.slots()[0].flags, 0, "the live source's frame");
+        if info.slots()[1].flags == SLOT_FILLED {
+            filled += 1;
+            let slot = info.slot_stride as usize;
+            assert!(b.map_readable().unwrap()[slot..].iter().all(|&x| x == 0x80));
+        }
+    }
+    p.set_state(gst::State::Null).unwrap();
+    assert!(filled >= 3, "the stalled slot is filled on timeout ({filled} of 4)");
+}
