@@ -147,3 +147,28 @@ fn a_stalled_live_source_is_filled_when_the_latency_runs_out() {
     p.set_state(gst::State::Null).unwrap();
     assert!(filled >= 3, "the stalled slot is filled on timeout ({filled} of 4)");
 }
+
+/// Kernel lane (a DMA heap): the batch is one DMA-BUF from the edgefirst pool. On a host without
+/// a heap the pool's memfd stands in, and the same single-memory check holds.
+#[test]
+fn the_batch_is_one_pool_memory_a_dmabuf_where_a_heap_exists() {
+    let batches = collect(&format!(
+        "edgefirsttensorbatch name=b {MODEL} ! appsink name=sink sync=false \
+         videotestsrc num-buffers=2 ! video/x-raw,format=NV12,width=64,height=48 ! b.sink_0 \
+         videotestsrc num-buffers=2 ! video/x-raw,format=RGB,width=32,height=32 ! b.sink_1"
+    ));
+    for b in &batches {
+        assert_eq!(b.n_memory(), 1, "one memory for every slot");
+        let mem = b.peek_memory(0);
+        let heap = gstedgefirst::DmaBufAllocator::heap_of(mem).expect("from the edgefirst allocator");
+        let fd = mem.downcast_memory_ref::<gst_allocators::DmaBufMemory>().expect("an fd memory").fd();
+        let magic =
+            edgefirst_tensor::import::fs_magic(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }).unwrap();
+        if edgefirst_tensor::TensorMemory::DmaBuf.is_available() {
+            assert_eq!(magic, edgefirst_tensor::import::DMA_BUF_MAGIC, "a real DMA-BUF from {heap}");
+            eprintln!("kernel lane: the batch is one DMA-BUF from the {heap} heap");
+        } else {
+            assert_eq!(heap, "memfd");
+        }
+    }
+}
