@@ -172,3 +172,56 @@ fn the_batch_is_one_pool_memory_a_dmabuf_where_a_heap_exists() {
         }
     }
 }
+
+/// ROI mode: regions of one frame, attached as GstVideoRegionOfInterestMeta (as a detector
+/// does; a probe stands in for it here) or fixed by the `rois` property, each in its own slot —
+/// bit-exact with edgefirsttensor's `source-region` crop of the same frame — the rest filled.
+#[test]
+fn roi_mode_crops_each_region_into_its_own_slot() {
+    let regions = [(7, (10u32, 20u32, 100u32, 80u32)), (9, (200, 40, 64, 150))];
+    let source = "videotestsrc num-buffers=2 pattern=smpte ! video/x-raw,format=NV12,width=320,height=240";
+    for fixed in [false, true] {
+        init();
+        let rois = if fixed { "rois=\"10,20,100,80;200,40,64,150\"" } else { "" };
+        let p = gst::parse::launch(&format!(
+            "edgefirsttensorbatch name=b {MODEL} max-rois=3 {rois} ! appsink name=sink sync=false \
+             {source} ! identity name=detector ! b.sink_0"
+        ))
+        .unwrap();
+        let bin = p.downcast_ref::<gst::Bin>().unwrap();
+        if !fixed {
+            bin.by_name("detector").unwrap().static_pad("src").unwrap().add_probe(
+                gst::PadProbeType::BUFFER,
+                move |_, info| {
+                    if let Some(gst::PadProbeData::Buffer(b)) = info.data.as_mut() {
+                        let b = b.make_mut();
+                        for (id, (x, y, w, h)) in regions {
+                            let mut m = gst_video::VideoRegionOfInterestMeta::add(b, "object", (x, y, w, h));
+                            m.set_id(id);
+                        }
+                    }
+                    gst::PadProbeReturn::Ok
+                },
+            );
+        }
+        let sink = bin.by_name("sink").unwrap().downcast::<gst_app::AppSink>().unwrap();
+        p.set_state(gst::State::Playing).unwrap();
+        let batch = sink.try_pull_sample(gst::ClockTime::from_seconds(10)).unwrap().buffer_owned().unwrap();
+        p.set_state(gst::State::Null).unwrap();
+        let info = *batch.meta::<BatchMeta>().unwrap().info();
+        assert_eq!(info.n_slots, 3);
+        let slot = info.slot_stride as usize;
+        let m = batch.map_readable().unwrap();
+        for (i, (id, (x, y, w, h))) in regions.iter().enumerate() {
+            let want = alone(source, &format!("source-region={x},{y},{w},{h}"));
+            assert!(
+                m[i * slot..(i + 1) * slot] == want[0][..],
+                "slot {i} equals the region through edgefirsttensor"
+            );
+            let s = info.slots()[i];
+            assert_eq!(s.source, if fixed { i as u32 } else { *id as u32 }, "the slot names its ROI");
+            assert_eq!((s.source_x, s.source_y, s.source_width, s.source_height), (*x, *y, *w, *h));
+        }
+        assert_eq!(info.slots()[2].flags, SLOT_FILLED, "slots past the regions are filled");
+    }
+}

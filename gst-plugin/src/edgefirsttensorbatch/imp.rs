@@ -30,6 +30,19 @@ struct BatchSettings {
     model: Settings,
     batch_size: u32,
     missing_slot: MissingSlot,
+    /// ROI mode when non-zero: the slots are the regions of one source's frame.
+    max_rois: u32,
+    /// Fixed regions for ROI mode (x, y, width, height); the frame's ROI metas when empty.
+    rois: Vec<edgefirst_tensor::Region>,
+}
+
+/// "x,y,w,h;x,y,w,h" → regions.
+fn parse_rois(text: &str) -> Result<Vec<edgefirst_tensor::Region>, String> {
+    text.split(';')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| model::parse_region(t).and_then(|r| r.ok_or_else(|| format!("`{t}` is empty"))))
+        .collect()
 }
 
 /// One source's conversion into its slot.
@@ -179,6 +192,21 @@ impl ObjectImpl for EdgeFirstTensorBatch {
                     .build(),
             );
             props.push(
+                glib::ParamSpecUInt::builder("max-rois")
+                    .nick("Maximum ROIs")
+                    .blurb("ROI mode when non-zero: one source (sink_0), each region of interest of its frame (GstVideoRegionOfInterestMeta, or the rois property) cropped and converted into its own slot, this many slots (the rest filled)")
+                    .maximum(MAX_SLOTS as u32)
+                    .mutable_ready()
+                    .build(),
+            );
+            props.push(
+                glib::ParamSpecString::builder("rois")
+                    .nick("ROIs")
+                    .blurb("Fixed regions for ROI mode as \"x,y,w,h;x,y,w,h\" in source pixels (empty: the frame's GstVideoRegionOfInterestMeta)")
+                    .mutable_ready()
+                    .build(),
+            );
+            props.push(
                 glib::ParamSpecEnum::builder_with_default("missing-slot", MissingSlot::Fill)
                     .nick("Missing slot")
                     .blurb("What a slot holds when its source has no frame as the batch leaves (a live source past latency, or one at EOS)")
@@ -195,6 +223,22 @@ impl ObjectImpl for EdgeFirstTensorBatch {
         match pspec.name() {
             "batch-size" => s.batch_size = value.get().unwrap_or(0),
             "missing-slot" => s.missing_slot = value.get().unwrap_or_default(),
+            "max-rois" => s.max_rois = value.get().unwrap_or(0),
+            "rois" => {
+                let text: Option<String> = value.get().ok().flatten();
+                match parse_rois(text.as_deref().unwrap_or("")) {
+                    Ok(r) => s.rois = r,
+                    Err(e) => gst::element_imp_error!(
+                        self,
+                        gst::LibraryError::Settings,
+                        (
+                            "property rois: `{}` refused ({}); accepted: \"x,y,w,h;x,y,w,h\"",
+                            text.unwrap_or_default(),
+                            e
+                        )
+                    ),
+                }
+            }
             name => {
                 s.model.set(name, value);
                 if let Some(why) = s.model.refusal() {
@@ -209,6 +253,14 @@ impl ObjectImpl for EdgeFirstTensorBatch {
         match pspec.name() {
             "batch-size" => s.batch_size.to_value(),
             "missing-slot" => s.missing_slot.to_value(),
+            "max-rois" => s.max_rois.to_value(),
+            "rois" => s
+                .rois
+                .iter()
+                .map(|r| format!("{},{},{},{}", r.x, r.y, r.width, r.height))
+                .collect::<Vec<_>>()
+                .join(";")
+                .to_value(),
             name => s.model.get(name).unwrap_or_else(|| pspec.default_value().clone()),
         }
     }
@@ -314,7 +366,11 @@ impl AggregatorImpl for EdgeFirstTensorBatch {
         let first = pads.iter().find_map(|p| p.current_caps()).ok_or(gst_base::AGGREGATOR_FLOW_NEED_DATA)?;
         let info =
             gst_video::VideoInfo::from_caps(&first).map_err(|_| self.fail(format!("not video: {first}")))?;
-        let n = if settings.batch_size > 0 { settings.batch_size as usize } else { pads.len().max(1) };
+        let n = match (settings.max_rois, settings.batch_size) {
+            (r, _) if r > 0 => r as usize,
+            (_, b) if b > 0 => b as usize,
+            _ => pads.len().max(1),
+        };
         let (mw, mh) = settings.model.model_size(info.width(), info.height());
         let mut dims = model_dims(
             settings.model.colorspace.channels(),
@@ -389,6 +445,24 @@ impl AggregatorImpl for EdgeFirstTensorBatch {
         let slot_layout = out.slot;
         let mut model = settings.model.clone();
         (model.model_width, model.model_height) = (slot_layout.width as u32, slot_layout.height as u32);
+        if settings.max_rois > 0 {
+            let Some(pad) = pads.first() else { return Err(gst::FlowError::Eos) };
+            let Some(frame) = pad.pop_buffer() else {
+                return Err(if pad.is_eos() {
+                    gst::FlowError::Eos
+                } else {
+                    gst_base::AGGREGATOR_FLOW_NEED_DATA
+                });
+            };
+            let src =
+                self.source_for(&mut st.sources, pad, &model, &slot_layout).map_err(|e| self.fail(e))?;
+            let (info, format) = (src.info.clone(), src.format);
+            let outbuf =
+                roi_batch(&settings, &model, out, &info, format, &frame).map_err(|e| self.fail(e))?;
+            st.next = frame.pts().map(|t| t + st.frame);
+            drop(pads);
+            return self.obj().finish_buffer(outbuf);
+        }
         // Each slot's input: a frame, or nothing (fill or repeat).
         let mut frames: Vec<Option<(gst::Buffer, String)>> = Vec::with_capacity(n);
         for i in 0..n {
@@ -520,4 +594,98 @@ fn convert_into(src: &Source, buf: &gst::Buffer, slot: &mut [u8]) -> Result<(), 
         planes,
     };
     src.converter.convert(&image, slot).map_err(|e| format!("conversion failed: {e}"))
+}
+
+/// ROI mode: each region of the frame (its GstVideoRegionOfInterestMetas, or the fixed `rois`)
+/// cropped, fitted and converted into its own slot; the slots past the regions filled.
+fn roi_batch(
+    settings: &BatchSettings,
+    model: &Settings,
+    out: &Output,
+    info: &gst_video::VideoInfo,
+    format: PixelFormat,
+    frame: &gst::Buffer,
+) -> Result<gst::Buffer, String> {
+    let (fw, fh) = (info.width() as usize, info.height() as usize);
+    let mut rois: Vec<(u32, edgefirst_tensor::Region)> = if settings.rois.is_empty() {
+        frame
+            .iter_meta::<gst_video::VideoRegionOfInterestMeta>()
+            .map(|m| {
+                let (x, y, w, h) = m.rect();
+                (
+                    m.id().max(0) as u32,
+                    edgefirst_tensor::Region::new(x as usize, y as usize, w as usize, h as usize),
+                )
+            })
+            .collect()
+    } else {
+        settings.rois.iter().enumerate().map(|(i, r)| (i as u32, *r)).collect()
+    };
+    // A detector's box may reach past the frame: clamp it, and drop what is left empty.
+    rois.retain_mut(|(_, r)| {
+        let x1 = (r.x.saturating_add(r.width)).min(fw);
+        let y1 = (r.y.saturating_add(r.height)).min(fh);
+        r.x = r.x.min(fw);
+        r.y = r.y.min(fh);
+        r.width = x1.saturating_sub(r.x);
+        r.height = y1.saturating_sub(r.y);
+        r.width > 0 && r.height > 0
+    });
+    let slot_bytes = out.slot.bytes();
+    let mut outbuf = out.pool.acquire_buffer(None).map_err(|e| format!("no batch buffer: {e}"))?;
+    let mut binfo = BatchInfo { n_slots: out.n as u32, slot_stride: slot_bytes as u32, ..Default::default() };
+    {
+        let b = outbuf.get_mut().expect("a fresh pool buffer");
+        let mut map = b.map_writable().map_err(|_| "cannot map the batch buffer".to_string())?;
+        frame::buffer_layout(frame, info, format)?;
+        frame::check_fd_memories(frame, &mut frame::FsTypes::default())?;
+        let vf = gst_video::VideoFrameRef::from_buffer_ref_readable(frame.as_ref(), info)
+            .map_err(|e| format!("cannot map the input frame: {e}"))?;
+        let mut planes: [(&[u8], usize); 3] = [(&[], 0); 3];
+        for (p, plane) in planes.iter_mut().enumerate().take(format.num_planes()) {
+            *plane = (
+                vf.plane_data(p as u32).map_err(|e| format!("plane {p}: {e}"))?,
+                vf.plane_stride()[p] as usize,
+            );
+        }
+        let image = SrcImage { format, width: fw, height: fh, planes };
+        let colorimetry = Colorimetry::from_gst_str(&info.colorimetry().to_string()).unwrap_or_default();
+        for i in 0..out.n {
+            let slot = &mut map[i * slot_bytes..(i + 1) * slot_bytes];
+            let mut s = BatchSlot {
+                source: i as u32,
+                pts: frame.pts().map_or(u64::MAX, |t| t.nseconds()),
+                ..Default::default()
+            };
+            match rois.get(i) {
+                Some((id, r)) => {
+                    let spec = ConvertSpec { source_region: Some(*r), ..model.spec(colorimetry) };
+                    let conv = Converter::new(format, fw, fh, out.slot, &spec, 1)
+                        .map_err(|e| format!("ROI {id}: {e}"))?;
+                    conv.convert(&image, slot).map_err(|e| format!("ROI {id}: {e}"))?;
+                    s.source = *id;
+                    set_geometry(&mut s, conv.content());
+                }
+                None => {
+                    slot.copy_from_slice(&out.fill);
+                    s.flags = SLOT_FILLED;
+                }
+            }
+            binfo.slots[i] = s;
+        }
+    }
+    let b = outbuf.get_mut().expect("a fresh pool buffer");
+    b.set_pts(frame.pts());
+    let mut meta = TensorInfo { dtype: dtype_code(out.slot.dtype), ..Default::default() };
+    let shape = out.tensor.shape();
+    let spec = StrideSpec {
+        layout: if out.slot.chw { PixelLayout::Planar } else { PixelLayout::Packed },
+        row_stride: out.slot.row_stride,
+        plane_stride: out.slot.chw.then_some(out.slot.plane_stride),
+        batch_stride: Some(slot_bytes),
+    };
+    let _ = meta.set_layout(&shape, &byte_strides(&shape, out.slot.dtype.size(), Some(&spec)));
+    TensorMeta::add(b, &meta);
+    BatchMeta::add(b, &binfo);
+    Ok(outbuf)
 }
