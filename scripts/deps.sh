@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
       gstreamer1.0-plugins-base gstreamer1.0-plugins-good libglib2.0-dev pkg-config
       python3 python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 meson ninja-build gcc
-      libyuv-dev)  # libyuv: a reference row in the conversion benchmark only
+      libyuv-dev   # libyuv: a reference row in the conversion benchmark only
+      python3-opencv python3-pil)  # the resampling presets' golden outputs (tests/golden)
 aarch64=0
 for arg in "$@"; do
   case "$arg" in

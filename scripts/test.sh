@@ -44,6 +44,10 @@ diff target/conformance-rust.txt target/conformance-c.txt
 diff target/conformance-rust.txt target/conformance-python.txt
 echo "conformance: $(wc -l < target/conformance-rust.txt) cases, identical in Rust, C and Python"
 
+step "resampling presets against OpenCV and PIL (golden outputs)"
+/usr/bin/python3 tests/golden/make_golden.py target/golden
+EDGEFIRST_GOLDEN_DIR=$root/target/golden cargo test -q -p edgefirst-tensor --test golden -- --nocapture
+
 step "examples"
 cargo run -q -p gstedgefirst --example pool-roundtrip
 cargo run -q -p edgefirst-tensor --example tensor-info

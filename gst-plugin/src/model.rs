@@ -153,6 +153,23 @@ pub enum ModelInterpolation {
     Bilinear = 0,
     #[enum_value(name = "Nearest neighbour", nick = "nearest")]
     Nearest = 1,
+    #[enum_value(
+        name = "Area: OpenCV INTER_AREA (box average on downscale; TF/Keras area-style training)",
+        nick = "area"
+    )]
+    Area = 2,
+    #[enum_value(
+        name = "Antialiased bilinear: PIL Image.resize(BILINEAR), torchvision antialias=True",
+        nick = "bilinear-antialias"
+    )]
+    BilinearAntialias = 3,
+    #[enum_value(
+        name = "Bicubic a=-0.5, antialiased on downscale: PIL Image.resize(BICUBIC), torchvision",
+        nick = "bicubic"
+    )]
+    Bicubic = 4,
+    #[enum_value(name = "Bicubic a=-0.75, not antialiased: OpenCV INTER_CUBIC", nick = "bicubic-opencv")]
+    BicubicOpencv = 5,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -585,6 +602,10 @@ impl Settings {
             interpolation: match self.interpolation {
                 ModelInterpolation::Bilinear => Interpolation::Bilinear,
                 ModelInterpolation::Nearest => Interpolation::Nearest,
+                ModelInterpolation::Area => Interpolation::Area,
+                ModelInterpolation::BilinearAntialias => Interpolation::BilinearAntialias,
+                ModelInterpolation::Bicubic => Interpolation::Bicubic,
+                ModelInterpolation::BicubicOpencv => Interpolation::BicubicOpencv,
             },
             colorimetry,
             mean: self.mean,

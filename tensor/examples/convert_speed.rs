@@ -1,13 +1,26 @@
 //! The conversion engine alone (no GStreamer), 1920×1080 → 640×640 letterboxed RGB: the best of
 //! 60 runs per case, so a loaded machine still gives a repeatable figure. Optional argument: one
 //! case, e.g. `Nv12U8`. `EDGEFIRST_CONVERT_SIMD=baseline` (or `avx2`) measures the narrower kernels;
-//! `CONVERT_SPEED_RUNS=20000` times that many runs instead of 60 (long enough for a profiler).
+//! `CONVERT_SPEED_RUNS=20000` times that many runs instead of 60 (long enough for a profiler);
+//! `CONVERT_SPEED_FILTER=area` (or `nearest`, `bilinear-antialias`, `bicubic`, `bicubic-opencv`)
+//! times that resampling filter instead of bilinear.
 //!
 //!     cargo run --release -p edgefirst-tensor --example convert-speed
 
 use edgefirst_tensor::convert::{Colorspace, ConvertSpec, Converter, DstLayout, SrcImage};
+use edgefirst_tensor::preprocess::Interpolation;
 use edgefirst_tensor::{DType, PixelFormat};
 fn main() {
+    let interpolation = match std::env::var("CONVERT_SPEED_FILTER").as_deref() {
+        Ok("nearest") => Interpolation::Nearest,
+        Ok("area") => Interpolation::Area,
+        Ok("bilinear-antialias") => Interpolation::BilinearAntialias,
+        Ok("bicubic") => Interpolation::Bicubic,
+        Ok("bicubic-opencv") => Interpolation::BicubicOpencv,
+        Ok(other) if other != "bilinear" => panic!("unknown CONVERT_SPEED_FILTER {other}"),
+        _ => Interpolation::Bilinear,
+    };
+    let spec = ConvertSpec { interpolation, ..ConvertSpec::default() };
     let (w, h) = (1920, 1080);
     let src = vec![77u8; w * h * 4];
     for (f, dt) in [
@@ -24,7 +37,7 @@ fn main() {
             }
         }
         let dst = DstLayout::dense(640, 640, Colorspace::Rgb, false, dt);
-        let c = Converter::new(f, w, h, dst, &ConvertSpec::default(), 1).unwrap();
+        let c = Converter::new(f, w, h, dst, &spec, 1).unwrap();
         let planes = match f {
             PixelFormat::Nv12 => [(&src[..], w), (&src[w * h..], w), (&[][..], 0)],
             PixelFormat::Yuy2 => [(&src[..], w * 2), (&[][..], 0), (&[][..], 0)],
@@ -44,6 +57,6 @@ fn main() {
             c.convert(&img, out).unwrap();
             best = best.min(t.elapsed().as_secs_f64() * 1000.0);
         }
-        println!("{f:?} {dt:?}: min {best:.3} ms");
+        println!("{f:?} {dt:?} {interpolation:?}: min {best:.3} ms");
     }
 }

@@ -247,9 +247,28 @@ pub enum LetterboxPlacement {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Interpolation {
+    /// The source sample under each output pixel's centre.
     Nearest,
+    /// Two taps per axis at the pixel-centre position, weights in 256ths, edges clamped: OpenCV's
+    /// `INTER_LINEAR` (Ultralytics' letterbox) within its 1/2048 weights. Not antialiased.
     #[default]
     Bilinear,
+    /// OpenCV `INTER_AREA`: on a downscale (both axes), each output is the mean of the source
+    /// pixels its footprint covers, edge pixels weighted by the fraction covered; otherwise
+    /// OpenCV's area upscale (the same coverage weights, which span at most two samples, on each
+    /// axis that grows; OpenCV's two-tap formula on an axis that shrinks). See docs/resampling.md.
+    Area,
+    /// PIL `Image.resize(BILINEAR)` / torchvision `antialias=True`: a triangle filter whose support
+    /// grows with the downscale factor, weights normalized per output, taps past the edge dropped;
+    /// PIL's 8-bit rounding between its horizontal and vertical passes.
+    BilinearAntialias,
+    /// PIL `Image.resize(BICUBIC)` / torchvision bicubic with `antialias=True`: Keys' cubic with
+    /// a = -0.5, antialiased on a downscale as PIL does, edges and 8-bit rounding as
+    /// `BilinearAntialias`.
+    Bicubic,
+    /// OpenCV `INTER_CUBIC`: Keys' cubic with a = -0.75, four taps per axis whatever the scale
+    /// (not antialiased), edge pixels replicated.
+    BicubicOpencv,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -12,6 +12,7 @@ use super::finish::{
     channels, clamp_ps, fill_blocks, gray, put, round_even_small, FinishValues, Out, SendPtr, CS_BGR,
     CS_GRAY, CS_RGBA, RAW8, RGB, YUV,
 };
+use super::plan::{Comp, MultiTap, PIL_SHIFT};
 use crate::dtype::{f16, DType};
 use std::ops::Range;
 
@@ -240,3 +241,95 @@ pub(super) fn store_content(
 pub(super) unsafe fn fill(block: *const u8, dst: *mut u8, n: usize) {
     unsafe { fill_blocks::<u128, 12>(block, dst, n) }
 }
+
+/// A band's multi-tap state: per component, the last `taps` source rows filtered horizontally
+/// (slot = source row modulo `taps`) and the row each slot holds; the PIL filters' integer sums of
+/// one output row.
+pub(super) struct Ring {
+    pub(super) rows: [Vec<f32>; 4],
+    pub(super) tags: [Vec<usize>; 4],
+    pub(super) acc: Vec<i32>,
+}
+
+/// Output row `cy` of a multi-tap filter into `out` (one row per component, content width): each
+/// source row the vertical taps read is filtered horizontally once into the component's ring
+/// (straight from the frame's bytes), then the ring's rows are blended. Horizontal first, as PIL
+/// and OpenCV do: PIL rounds and clamps that pass to bytes (`round_between`), which only this
+/// order can repeat.
+#[inline(always)]
+pub(super) fn multitap_row(
+    m: &MultiTap,
+    comps: &[Comp],
+    planes: &[(&[u8], usize); 3],
+    cy: usize,
+    ring: &mut Ring,
+    out: &mut [Vec<f32>; 4],
+) {
+    let Ring { rows: ring, tags: ring_rows, acc } = ring;
+    for (k, comp) in comps.iter().enumerate() {
+        let axis = usize::from(comp.chroma);
+        let (cols, rows) = (&m.cols[axis], &m.rows[axis]);
+        let (kv, kh, n) = (rows.taps, cols.taps, cols.first.len());
+        let first = rows.first[cy] as usize;
+        let (bytes, stride) = planes[comp.plane];
+        for r in first..first + kv {
+            let slot = r % kv;
+            if ring_rows[k][slot] == r {
+                continue;
+            }
+            ring_rows[k][slot] = r;
+            let row = &bytes[r * stride..];
+            let filtered = &mut ring[k][slot * n..][..n];
+            let at = |base: u32, j: usize| row[base as usize + comp.step * j];
+            if m.round_between {
+                for ((o, &base), w) in filtered.iter_mut().zip(&m.base[k]).zip(cols.wi.chunks_exact(kh)) {
+                    let mut acc = PIL_HALF;
+                    for j in 0..kh {
+                        acc += w[j] * at(base, j) as i32;
+                    }
+                    *o = (acc >> PIL_SHIFT).clamp(0, 255) as f32;
+                }
+            } else {
+                for ((o, &base), w) in filtered.iter_mut().zip(&m.base[k]).zip(cols.w.chunks_exact(kh)) {
+                    let mut acc = w[0] * at(base, 0) as f32;
+                    for j in 1..kh {
+                        acc += w[j] * at(base, j) as f32;
+                    }
+                    *o = acc;
+                }
+            }
+        }
+        let o = &mut out[k][..n];
+        if m.round_between {
+            // Row by row into the integer sums (contiguous, vectorized), then the shift.
+            let acc = &mut acc[..n];
+            acc.fill(PIL_HALF);
+            for (j, &w) in rows.wi[cy * kv..][..kv].iter().enumerate() {
+                let filtered = &ring[k][((first + j) % kv) * n..][..n];
+                for (a, &v) in acc.iter_mut().zip(filtered) {
+                    *a += w * v as i32;
+                }
+            }
+            for (o, &a) in o.iter_mut().zip(acc.iter()) {
+                *o = (a >> PIL_SHIFT).clamp(0, 255) as f32;
+            }
+            continue;
+        }
+        let wv = &rows.w[cy * kv..][..kv];
+        for (j, &w) in wv.iter().enumerate() {
+            let filtered = &ring[k][((first + j) % kv) * n..][..n];
+            if j == 0 {
+                for (o, &v) in o.iter_mut().zip(filtered) {
+                    *o = w * v;
+                }
+            } else {
+                for (o, &v) in o.iter_mut().zip(filtered) {
+                    *o += w * v;
+                }
+            }
+        }
+    }
+}
+
+/// Half of PIL's fixed-point unit (see `plan::PIL_STEPS`): its rounding.
+const PIL_HALF: i32 = 1 << (PIL_SHIFT - 1);

@@ -150,6 +150,10 @@ fn prefetch(p: *const u8) {
 fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usize>, s: &mut Scratch) {
     let rect = c.content.rect;
     let content = rect.y..rect.y + rect.height;
+    // A new frame: no filtered row of the last one is kept.
+    for tags in &mut s.ring.tags {
+        tags.fill(usize::MAX);
+    }
     // Padding rows above and below the picture, each run as one fill.
     pad(c, dst, rows.start, rows.start.max(content.start).min(rows.end) - rows.start, 0, c.dst.width);
     let below = content.end.max(rows.start).min(rows.end);
@@ -157,107 +161,113 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
     for y in rows.start.max(content.start)..rows.end.min(content.end) {
         let cy = y - rect.y;
         prefetch_ahead(c, src, cy);
-        // Per plane, one of two orders. With AVX2, where the taps are dense (shuffle plan) or
-        // sparse (a quarter of the window or less), they are read straight from the two source
-        // rows' bytes — by byte shuffles, or a dword gather per tap bringing every component of a
-        // pixel or U and V together — and blended at output width; otherwise the two rows are
-        // first blended at window width into f32 and the taps gathered from that.
-        let mut direct: [Option<DirectRows<'_>>; 3] = [None; 3];
-        for p in 0..c.format.num_planes() {
-            let (lo, hi) = c.plane_window[p];
-            if hi <= lo {
-                continue;
+        if let Some(m) = &c.multi {
+            // The multi-tap filters: the baseline loops at every level (see `KernelCounts`).
+            baseline::multitap_row(m, &c.comps, &src.planes, cy, &mut s.ring, &mut s.comps);
+        } else {
+            // Per plane, one of two orders. With AVX2, where the taps are dense (shuffle plan) or
+            // sparse (a quarter of the window or less), they are read straight from the two source
+            // rows' bytes — by byte shuffles, or a dword gather per tap bringing every component of a
+            // pixel or U and V together — and blended at output width; otherwise the two rows are
+            // first blended at window width into f32 and the taps gathered from that.
+            let mut direct: [Option<DirectRows<'_>>; 3] = [None; 3];
+            for p in 0..c.format.num_planes() {
+                let (lo, hi) = c.plane_window[p];
+                if hi <= lo {
+                    continue;
+                }
+                let axis = if c.plane_chroma_rows[p] { &c.rows_chroma } else { &c.rows_luma };
+                let (bytes, stride) = src.planes[p];
+                let (s0, s1) = (axis.i0[cy] * stride, axis.i1[cy] * stride);
+                let w = axis.w[cy];
+                // Dword gathers read up to 3 bytes past a plane's last tap, shuffles up to 15: only
+                // where the rows have them.
+                let end = s0.max(s1) + lo;
+                let shuffled = c.plane_shuffled[p].is_some_and(|reach| end + reach <= bytes.len());
+                // NEON has no gathers: only the shuffle plans read the frame straight.
+                #[cfg(target_arch = "aarch64")]
+                let direct_ok = c.neon() && shuffled;
+                #[cfg(not(target_arch = "aarch64"))]
+                let direct_ok = c.avx2()
+                    && (shuffled
+                        || (end + (hi - lo) + 3 <= bytes.len() && (w == 0.0 || c.plane_downscaled[p])));
+                if direct_ok {
+                    direct[p] = Some((&bytes[s0 + lo..], &bytes[s1 + lo..], w, shuffled));
+                    continue;
+                }
+                let (r0, r1) = (&bytes[s0 + lo..s0 + hi], &bytes[s1 + lo..s1 + hi]);
+                baseline::blend_rows(r0, r1, w, &mut s.vrows[p][..hi - lo]);
             }
-            let axis = if c.plane_chroma_rows[p] { &c.rows_chroma } else { &c.rows_luma };
-            let (bytes, stride) = src.planes[p];
-            let (s0, s1) = (axis.i0[cy] * stride, axis.i1[cy] * stride);
-            let w = axis.w[cy];
-            // Dword gathers read up to 3 bytes past a plane's last tap, shuffles up to 15: only
-            // where the rows have them.
-            let end = s0.max(s1) + lo;
-            let shuffled = c.plane_shuffled[p].is_some_and(|reach| end + reach <= bytes.len());
-            // NEON has no gathers: only the shuffle plans read the frame straight.
+            #[cfg(target_arch = "x86_64")]
+            for g in &c.groups {
+                if let Some((r0, r1, wy, shuffled)) = direct[g.plane] {
+                    let (wx, single) = if g.chroma {
+                        (&c.weights_chroma, c.chroma_on_samples)
+                    } else {
+                        (&c.weights_luma, c.luma_on_samples)
+                    };
+                    let wq = if g.chroma { &c.wq_chroma } else { &c.wq_luma };
+                    let columns = match (&g.permute, &g.shuffle) {
+                        (Some(plan), _) if c.avx512() && plan.reach <= r0.len().min(r1.len()) => unsafe {
+                            avx512::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps)
+                        },
+                        (_, Some(plan)) if shuffled => {
+                            assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
+                            unsafe { avx2::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps) }
+                        }
+                        _ => {
+                            assert!(
+                                g.max as usize + 4 <= r0.len().min(r1.len()),
+                                "dword gathers stay inside the rows"
+                            );
+                            unsafe { avx2::gather(r0, r1, wy, g, wx, single, &mut s.comps) }
+                        }
+                    };
+                    s.counts.sampled += (columns * g.members.len()) as u64;
+                }
+            }
+            // The NEON sampling: every group of a direct plane has a shuffle plan (`direct_ok`).
             #[cfg(target_arch = "aarch64")]
-            let direct_ok = c.neon() && shuffled;
-            #[cfg(not(target_arch = "aarch64"))]
-            let direct_ok = c.avx2()
-                && (shuffled || (end + (hi - lo) + 3 <= bytes.len() && (w == 0.0 || c.plane_downscaled[p])));
-            if direct_ok {
-                direct[p] = Some((&bytes[s0 + lo..], &bytes[s1 + lo..], w, shuffled));
-                continue;
+            for g in &c.groups {
+                if let (Some((r0, r1, wy, _)), Some(plan)) = (direct[g.plane], &g.shuffle) {
+                    let (wx, single) = if g.chroma {
+                        (&c.weights_chroma, c.chroma_on_samples)
+                    } else {
+                        (&c.weights_luma, c.luma_on_samples)
+                    };
+                    let wq = if g.chroma { &c.wq_chroma } else { &c.wq_luma };
+                    let columns = neon::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps);
+                    s.counts.sampled += (columns * g.members.len()) as u64;
+                }
             }
-            let (r0, r1) = (&bytes[s0 + lo..s0 + hi], &bytes[s1 + lo..s1 + hi]);
-            baseline::blend_rows(r0, r1, w, &mut s.vrows[p][..hi - lo]);
-        }
-        #[cfg(target_arch = "x86_64")]
-        for g in &c.groups {
-            if let Some((r0, r1, wy, shuffled)) = direct[g.plane] {
-                let (wx, single) = if g.chroma {
-                    (&c.weights_chroma, c.chroma_on_samples)
-                } else {
-                    (&c.weights_luma, c.luma_on_samples)
-                };
-                let wq = if g.chroma { &c.wq_chroma } else { &c.wq_luma };
-                let columns = match (&g.permute, &g.shuffle) {
-                    (Some(plan), _) if c.avx512() && plan.reach <= r0.len().min(r1.len()) => unsafe {
-                        avx512::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps)
-                    },
-                    (_, Some(plan)) if shuffled => {
-                        assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
-                        unsafe { avx2::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps) }
-                    }
-                    _ => {
-                        assert!(
-                            g.max as usize + 4 <= r0.len().min(r1.len()),
-                            "dword gathers stay inside the rows"
-                        );
-                        unsafe { avx2::gather(r0, r1, wy, g, wx, single, &mut s.comps) }
-                    }
-                };
-                s.counts.sampled += (columns * g.members.len()) as u64;
+            // Interleaved chroma (NV12's UV) blended into f32: each tap's U and V come as one 64-bit
+            // pair, half the loads of gathering them apart.
+            #[cfg(target_arch = "x86_64")]
+            let paired = match c.chroma_pair {
+                Some((ku, kv)) if c.avx2() && direct[c.comps[ku].plane].is_none() => {
+                    let (i0, i1) = &c.taps[ku];
+                    let [.., cu, cv] = pick2(&mut s.comps, ku, kv);
+                    let row = &s.vrows[c.comps[ku].plane];
+                    // The plan's largest U tap, and the V right after it, inside the blended row.
+                    assert!(c.tap_max[ku] as usize + 2 <= row.len(), "pairs stay inside the row");
+                    unsafe {
+                        avx2::horizontal_pairs(row, i0, i1, &c.weights_chroma, c.chroma_on_samples, cu, cv)
+                    };
+                    Some((ku, kv))
+                }
+                _ => None,
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let paired: Option<(usize, usize)> = None;
+            for (k, comp) in c.comps.iter().enumerate() {
+                if direct[comp.plane].is_some() || paired.is_some_and(|(ku, kv)| k == ku || k == kv) {
+                    continue;
+                }
+                let (i0, i1) = &c.taps[k];
+                let w = if comp.chroma { &c.weights_chroma } else { &c.weights_luma };
+                let single = if comp.chroma { c.chroma_on_samples } else { c.luma_on_samples };
+                horizontal(c.avx2(), &s.vrows[comp.plane], i0, i1, w, single, &mut s.comps[k]);
             }
-        }
-        // The NEON sampling: every group of a direct plane has a shuffle plan (`direct_ok`).
-        #[cfg(target_arch = "aarch64")]
-        for g in &c.groups {
-            if let (Some((r0, r1, wy, _)), Some(plan)) = (direct[g.plane], &g.shuffle) {
-                let (wx, single) = if g.chroma {
-                    (&c.weights_chroma, c.chroma_on_samples)
-                } else {
-                    (&c.weights_luma, c.luma_on_samples)
-                };
-                let wq = if g.chroma { &c.wq_chroma } else { &c.wq_luma };
-                let columns = neon::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps);
-                s.counts.sampled += (columns * g.members.len()) as u64;
-            }
-        }
-        // Interleaved chroma (NV12's UV) blended into f32: each tap's U and V come as one 64-bit
-        // pair, half the loads of gathering them apart.
-        #[cfg(target_arch = "x86_64")]
-        let paired = match c.chroma_pair {
-            Some((ku, kv)) if c.avx2() && direct[c.comps[ku].plane].is_none() => {
-                let (i0, i1) = &c.taps[ku];
-                let [.., cu, cv] = pick2(&mut s.comps, ku, kv);
-                let row = &s.vrows[c.comps[ku].plane];
-                // The plan's largest U tap, and the V right after it, inside the blended row.
-                assert!(c.tap_max[ku] as usize + 2 <= row.len(), "pairs stay inside the row");
-                unsafe {
-                    avx2::horizontal_pairs(row, i0, i1, &c.weights_chroma, c.chroma_on_samples, cu, cv)
-                };
-                Some((ku, kv))
-            }
-            _ => None,
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        let paired: Option<(usize, usize)> = None;
-        for (k, comp) in c.comps.iter().enumerate() {
-            if direct[comp.plane].is_some() || paired.is_some_and(|(ku, kv)| k == ku || k == kv) {
-                continue;
-            }
-            let (i0, i1) = &c.taps[k];
-            let w = if comp.chroma { &c.weights_chroma } else { &c.weights_luma };
-            let single = if comp.chroma { c.chroma_on_samples } else { c.luma_on_samples };
-            horizontal(c.avx2(), &s.vrows[comp.plane], i0, i1, w, single, &mut s.comps[k]);
         }
         // Colour, normalization and the store in one pass where there is a fused kernel for the
         // output; the rest (and the last columns of a row) through the channel rows.

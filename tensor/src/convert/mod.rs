@@ -1,7 +1,7 @@
 //! Camera frame → model tensor on the CPU: colour (rgb, bgr, gray, rgba from any supported pixel
 //! format, YUV matrices from the input's colorimetry), geometry (stretch, letterbox, centre crop,
-//! an optional source region; bilinear or nearest), layout (hwc, chw), element type, per-channel
-//! mean/std and quantization, written straight into the destination's bytes at its row stride.
+//! an optional source region; bilinear, nearest or the multi-tap filters of docs/resampling.md),
+//! layout (hwc, chw), element type, per-channel mean/std and quantization, written straight into the destination's bytes at its row stride.
 //!
 //! The geometry is planned once (`Converter::new`: coordinate tables, shuffle controls, scratch
 //! rows, worker threads) so a frame allocates nothing. Per destination row each colour component is
@@ -35,7 +35,9 @@ use crate::preprocess::{
 };
 use crate::{Error, Result};
 use finish::{FinishValues, Padding, SendPtr};
-use plan::{axis, components, weight_pairs, Axis, Comp, Group, SrcKind};
+use plan::{
+    axis, components, multi_axis, weight_pairs, Axis, Comp, Filter, Group, MultiTap, SrcKind, MAX_TAPS,
+};
 use std::sync::Mutex;
 
 /// The channels a model takes.
@@ -195,6 +197,9 @@ pub struct KernelCounts {
     /// Content pixels coloured, normalized and stored by a fused vector finish loop.
     pub finished: u64,
 }
+// The multi-tap filters (`Interpolation::Area`, `BilinearAntialias`, `Bicubic`, `BicubicOpencv`)
+// sample with the baseline loops at every level: their `sampled` stays 0, while the finish is the
+// level's. Every level then gives the same bytes because it runs the same sampling code.
 
 /// Per band: the vertically interpolated plane rows and the per-channel rows of one output row.
 struct Scratch {
@@ -202,6 +207,8 @@ struct Scratch {
     comps: [Vec<f32>; 4],
     chans: [Vec<f32>; 4],
     bytes: [Vec<u8>; 4],
+    /// Multi-tap filters: the filtered rows (see `baseline::Ring`).
+    ring: baseline::Ring,
     counts: KernelCounts,
 }
 
@@ -250,6 +257,8 @@ pub struct Converter {
     finish: FinishValues,
     /// The letterbox fill, stored as the output type.
     padding: Padding,
+    /// The multi-tap filter's plan, where the interpolation has one.
+    multi: Option<MultiTap>,
     /// The kernels rows run through.
     simd: Simd,
     workers: workers::Workers,
@@ -352,6 +361,50 @@ impl Converter {
         let cols_chroma = axis(rect.width, src_rect.x, src_rect.width, hdiv, cx0, cx1, interp);
         let rows_luma = axis(rect.height, src_rect.y, src_rect.height, 1, ly, hy, interp);
         let rows_chroma = axis(rect.height, src_rect.y, src_rect.height, vdiv, cy0, cy1, interp);
+        // OpenCV's INTER_AREA takes its box filter where neither axis grows.
+        let area_down = src_rect.width >= rect.width && src_rect.height >= rect.height;
+        let multi = match Filter::of(interp, area_down) {
+            Some(filter) => {
+                // (outputs, source start, length, divisor, grid) of luma and chroma columns and rows.
+                let axes = [
+                    (rect.width, src_rect.x, src_rect.width, 1, lx, hx),
+                    (rect.width, src_rect.x, src_rect.width, hdiv, cx0, cx1),
+                    (rect.height, src_rect.y, src_rect.height, 1, ly, hy),
+                    (rect.height, src_rect.y, src_rect.height, vdiv, cy0, cy1),
+                ];
+                for (n, _, len, div, lo, hi) in axes {
+                    let taps = filter.max_taps(n, len, div, hi - lo + 1);
+                    if taps > MAX_TAPS {
+                        return Err(Error::InvalidArgument(format!(
+                            "{interp:?} from {}x{} into {}x{} reads up to {taps} source samples per \
+                             output, past the {MAX_TAPS} one pass takes: downscale in steps",
+                            src_rect.width, src_rect.height, rect.width, rect.height
+                        )));
+                    }
+                }
+                let [cl, cc, rl, rc] =
+                    axes.map(|(n, start, len, div, lo, hi)| multi_axis(n, start, len, div, lo, hi, filter));
+                // A band keeps `taps` filtered rows per component.
+                for rows in [&rl, &rc] {
+                    if rows.taps.checked_mul(rect.width).is_none_or(|v| v > 1 << 27) {
+                        return Err(Error::InvalidArgument(format!(
+                            "{interp:?} into {} columns keeps {} filtered rows per component: more \
+                             than a band can hold",
+                            rect.width, rows.taps
+                        )));
+                    }
+                }
+                let base = comps
+                    .iter()
+                    .map(|comp| {
+                        let cols = if comp.chroma { &cc } else { &cl };
+                        cols.first.iter().map(|&s| (comp.offset + comp.step * s as usize) as u32).collect()
+                    })
+                    .collect();
+                Some(MultiTap { cols: [cl, cc], rows: [rl, rc], base, round_between: filter.round_between })
+            }
+            None => None,
+        };
 
         // Each plane's byte window: from the leftmost to the rightmost tap of its components.
         let mut plane_window = [(usize::MAX, 0usize); 3];
@@ -439,6 +492,19 @@ impl Converter {
                     comps: std::array::from_fn(|_| vec![0.0; rect.width]),
                     chans: std::array::from_fn(|_| vec![0.0; rect.width]),
                     bytes: std::array::from_fn(|_| vec![0; rect.width]),
+                    ring: baseline::Ring {
+                        rows: std::array::from_fn(|k| match (&multi, comps.get(k)) {
+                            (Some(m), Some(comp)) => {
+                                vec![0.0; m.rows[usize::from(comp.chroma)].taps * rect.width]
+                            }
+                            _ => Vec::new(),
+                        }),
+                        tags: std::array::from_fn(|k| match (&multi, comps.get(k)) {
+                            (Some(m), Some(comp)) => vec![usize::MAX; m.rows[usize::from(comp.chroma)].taps],
+                            _ => Vec::new(),
+                        }),
+                        acc: vec![0; if multi.is_some() { rect.width } else { 0 }],
+                    },
                     counts: KernelCounts::default(),
                 })
             })
@@ -471,6 +537,7 @@ impl Converter {
                 && (kind != SrcKind::Yuv || finish::yuv_shaped(&matrix)),
             finish,
             padding: Padding::new(&dst, &fill),
+            multi,
             simd: Simd::detect(),
             workers,
             scratch,
@@ -543,7 +610,9 @@ impl Converter {
 
     /// What the level's explicit vector kernels have made since the converter was built, over
     /// every band: the baseline counts nothing, so a level that silently ran the plain loops
-    /// shows zeros (the tests check that each level's kernels are taken).
+    /// shows zeros (the tests check that each level's kernels are taken). The multi-tap filters
+    /// (area, bilinear-antialias, bicubic, bicubic-opencv) sample with the baseline loops at every
+    /// level for now, so their `sampled` stays 0; their finish is the level's.
     pub fn kernel_counts(&self) -> KernelCounts {
         self.scratch.iter().fold(KernelCounts::default(), |sum, s| {
             let c = s.lock().unwrap().counts;

@@ -302,6 +302,254 @@ pub(super) fn axis(
     a
 }
 
+/// Multi-tap weights (`Taps`) are whole 2^-14ths that sum to exactly one per output. Every
+/// product of a byte and a weight then has at most 8 + 14 bits and a first pass's sums at most 23
+/// (the cubic's lobes keep the weights' absolute sum below 2), so f32 holds them exactly: a flat
+/// source stays exactly flat whatever the filter, and the quantization moves an output by at most
+/// taps × 255 / 2^15 levels (0.05 for the 7-tap triangle of a 3× downscale). OpenCV quantizes its
+/// linear and cubic weights to 2^-11, PIL to 2^-22; the golden tests (tests/golden) hold every
+/// preset within one level of both libraries.
+pub(super) const TAP_STEPS: f64 = (1 << 14) as f64;
+
+/// The PIL filters (`Filter::round_between`) take PIL's own weights instead: each rounded (half
+/// away from zero) to 2^-22ths on its own, blended in 32-bit integers with half added and the
+/// sum shifted down and clamped to a byte after each pass, as Pillow's 8-bit resampler does. A
+/// byte times the weights' absolute sum (below 1.3) times 2^22 fits i32; the result is PIL's to
+/// the byte (tests/golden: no content pixel differs), where 2^-14 float weights rounded a value
+/// PIL's put just past .5 the other way in the first pass and moved two outputs by 2 levels.
+pub(super) const PIL_SHIFT: u32 = 22;
+pub(super) const PIL_STEPS: f64 = (1u64 << PIL_SHIFT) as f64;
+
+/// The most taps one output may read on one axis: a 256× bicubic downscale, a 1000× area one.
+/// Past it `Converter::new` refuses the plan (a filter that wide belongs to a pyramid, not to one
+/// pass), which also bounds the weight tables and the rows a band keeps.
+pub(super) const MAX_TAPS: usize = 1024;
+
+/// The shape of a multi-tap filter along one axis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Shape {
+    /// Coverage of the output's footprint (OpenCV `INTER_AREA` on a downscale).
+    Box,
+    /// OpenCV's `INTER_AREA` when some axis grows: `sx = floor(left)`, `fx = (right - (sx + 1)) /
+    /// step`, `fx <= 0 ? 0 : frac(fx)` on `sx` and `sx + 1` — coverage weights where the step is
+    /// below one sample, OpenCV's own two taps where it is above.
+    AreaUp,
+    /// `1 - |x|`.
+    Triangle,
+    /// Keys' cubic with parameter a.
+    Cubic(f64),
+}
+
+/// A multi-tap filter: its shape and what the library it matches does at scale and at the edges.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Filter {
+    pub(super) shape: Shape,
+    /// The support (and the kernel's argument) scaled by the downscale factor, PIL's antialias.
+    antialias: bool,
+    /// Taps past the source's edge read the edge sample (OpenCV); else they are dropped and the
+    /// rest renormalized (PIL).
+    replicate: bool,
+    /// PIL's arithmetic (`PIL_STEPS`): each pass rounded (half up) and clamped to 0..=255, as
+    /// PIL stores its horizontal pass in an 8-bit image and then its result.
+    pub(super) round_between: bool,
+}
+
+impl Filter {
+    /// The multi-tap filter of `interp`, `None` for the two-tap ones. `area_down`: the picture
+    /// shrinks (or keeps) on both axes, where OpenCV's `INTER_AREA` takes its box filter.
+    pub(super) fn of(interp: Interpolation, area_down: bool) -> Option<Filter> {
+        let f = |shape, antialias, replicate, round_between| Filter {
+            shape,
+            antialias,
+            replicate,
+            round_between,
+        };
+        Some(match interp {
+            Interpolation::Area if area_down => f(Shape::Box, false, true, false),
+            Interpolation::Area => f(Shape::AreaUp, false, true, false),
+            Interpolation::BilinearAntialias => f(Shape::Triangle, true, false, true),
+            Interpolation::Bicubic => f(Shape::Cubic(-0.5), true, false, true),
+            Interpolation::BicubicOpencv => f(Shape::Cubic(-0.75), false, true, false),
+            _ => return None,
+        })
+    }
+
+    fn kernel(self, x: f64) -> f64 {
+        let x = x.abs();
+        match self.shape {
+            Shape::Triangle => (1.0 - x).max(0.0),
+            Shape::Cubic(a) if x < 1.0 => ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0,
+            Shape::Cubic(a) if x < 2.0 => (((x - 5.0) * x + 8.0) * x - 4.0) * a,
+            _ => 0.0,
+        }
+    }
+
+    /// Half the kernel's width in samples at a step of `step` samples per output.
+    fn reach(self, step: f64) -> f64 {
+        let scale = if self.antialias { step.max(1.0) } else { 1.0 };
+        match self.shape {
+            Shape::Box => step / 2.0,
+            Shape::AreaUp => step.max(1.0),
+            Shape::Triangle => scale,
+            Shape::Cubic(_) => 2.0 * scale,
+        }
+    }
+
+    /// An upper bound of the taps one output reads from a grid of `samples`, before any weight
+    /// is made (`Converter::new` refuses a plan past `MAX_TAPS` with it).
+    pub(super) fn max_taps(self, n: usize, src_len: usize, div: usize, samples: usize) -> usize {
+        let step = src_len as f64 / (n as f64 * div as f64);
+        let span = (2.0 * self.reach(step)).ceil() + 2.0;
+        if span >= samples as f64 {
+            samples
+        } else {
+            span as usize
+        }
+    }
+}
+
+/// One axis of a multi-tap filter: output `i` reads samples `first[i]..first[i] + taps`, all on
+/// the grid's samples, weighted by `w[i * taps..][..taps]` (zeros where it reads fewer), or for
+/// the PIL filters by `wi[i * taps..][..taps]` in 2^-22ths.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Taps {
+    pub(super) first: Vec<u32>,
+    pub(super) taps: usize,
+    pub(super) w: Vec<f32>,
+    pub(super) wi: Vec<i32>,
+}
+
+/// The weights of `filter` for `n` outputs over source pixels `[start, start + len)` of a grid of
+/// samples `[lo, hi]` covering `div` pixels each, in the pixel-centre convention (output `i`'s
+/// footprint is `[start + i * step, start + (i + 1) * step)` with `step = len / n`, sample `j`'s
+/// is `[j, j + 1)` in samples: OpenCV's and PIL's). The caller checked `max_taps`.
+pub(super) fn multi_axis(
+    n: usize,
+    src_start: usize,
+    src_len: usize,
+    div: usize,
+    lo: usize,
+    hi: usize,
+    filter: Filter,
+) -> Taps {
+    let div = div as f64;
+    let step = src_len as f64 / (n as f64 * div);
+    let t0 = src_start as f64 / div;
+    let (lo_f, hi_f) = (lo as f64, hi as f64);
+    let mut raw: Vec<Vec<(usize, f64)>> = Vec::with_capacity(n);
+    let mut taps = 1;
+    for i in 0..n {
+        let (left, right) = (t0 + i as f64 * step, t0 + (i + 1) as f64 * step);
+        let centre = t0 + (i as f64 + 0.5) * step;
+        let mut w: Vec<(i64, f64)> = Vec::new();
+        match filter.shape {
+            Shape::Box => {
+                for j in left.floor() as i64..right.ceil() as i64 {
+                    let cover = right.min(j as f64 + 1.0) - left.max(j as f64);
+                    if cover > 0.0 {
+                        w.push((j, cover));
+                    }
+                }
+            }
+            Shape::AreaUp => {
+                // OpenCV's arithmetic as it is: its scale is the inverse of the inverse scale, and
+                // `fx` an f32. Where a footprint's edge meets a sample's, that rounding decides
+                // between a sample and its neighbour (natural 960x720 -> 1200x400: 255 levels).
+                let (sx, fx) = match t0.fract() == 0.0 {
+                    true => {
+                        let inv = n as f64 * div / src_len as f64;
+                        let sx = (i as f64 * (1.0 / inv)).floor();
+                        (t0 + sx, ((i + 1) as f64 - (sx + 1.0) * inv) as f32 as f64)
+                    }
+                    // A chroma grid starting mid-sample (an odd region): the same from the edges.
+                    false => (left.floor(), (right - (left.floor() + 1.0)) / step),
+                };
+                let fx = if fx <= 0.0 { 0.0 } else { fx - fx.floor() };
+                match sx >= hi_f {
+                    true => w.push((hi as i64, 1.0)),
+                    false => w.extend([(sx as i64, 1.0 - fx), (sx as i64 + 1, fx)]),
+                }
+            }
+            Shape::Triangle | Shape::Cubic(_) => {
+                let scale = if filter.antialias { step.max(1.0) } else { 1.0 };
+                let reach = filter.reach(step);
+                for j in (centre - reach - 1.0).floor() as i64..=(centre + reach).ceil() as i64 {
+                    // PIL's operations, in its order: the reciprocal, then a product.
+                    let v = filter.kernel((j as f64 + 0.5 - centre) * (1.0 / scale));
+                    if v != 0.0 {
+                        w.push((j, v));
+                    }
+                }
+            }
+        }
+        // The edges: past them, the edge sample (replicate) or nothing (renormalize).
+        let mut on: Vec<(usize, f64)> = Vec::with_capacity(w.len());
+        for (j, v) in w {
+            let j = match (filter.replicate, (j as f64).clamp(lo_f, hi_f)) {
+                (true, c) => c as usize,
+                (false, c) if c == j as f64 => j as usize,
+                _ => continue,
+            };
+            match on.last_mut() {
+                Some((last, sum)) if *last == j => *sum += v,
+                _ => on.push((j, v)),
+            }
+        }
+        let sum: f64 = on.iter().map(|&(_, v)| v).sum();
+        if on.is_empty() || sum == 0.0 {
+            on = vec![(centre.floor().clamp(lo_f, hi_f) as usize, 1.0)];
+        }
+        let sum: f64 = on.iter().map(|&(_, v)| v).sum();
+        let unit = if filter.round_between { PIL_STEPS } else { TAP_STEPS };
+        let mut q: Vec<(usize, f64)> = on.iter().map(|&(j, v)| (j, (v / sum * unit).round())).collect();
+        if !filter.round_between {
+            // Whole 2^-14ths summing to exactly one: the rounding's remainder to the largest.
+            let rest = TAP_STEPS - q.iter().map(|&(_, v)| v).sum::<f64>();
+            let big = (0..q.len()).max_by(|&a, &b| q[a].1.abs().total_cmp(&q[b].1.abs())).unwrap_or(0);
+            q[big].1 += rest;
+        }
+        // Zero weights at the ends read nothing.
+        while q.len() > 1 && q[q.len() - 1].1 == 0.0 {
+            q.pop();
+        }
+        while q.len() > 1 && q[0].1 == 0.0 {
+            q.remove(0);
+        }
+        taps = taps.max(q[q.len() - 1].0 - q[0].0 + 1);
+        raw.push(q);
+    }
+    let taps = taps.min(hi - lo + 1);
+    let pil = filter.round_between;
+    let mut out = Taps {
+        first: Vec::with_capacity(n),
+        taps,
+        w: vec![0.0; if pil { 0 } else { n * taps }],
+        wi: vec![0; if pil { n * taps } else { 0 }],
+    };
+    for (i, q) in raw.iter().enumerate() {
+        // Every output reads `taps` samples inside the grid, its own weights where they fall.
+        let first = q[0].0.min(hi + 1 - taps).max(lo);
+        out.first.push(first as u32);
+        for &(j, v) in q {
+            match pil {
+                true => out.wi[i * taps + j - first] = v as i32,
+                false => out.w[i * taps + j - first] = (v / TAP_STEPS) as f32,
+            }
+        }
+    }
+    out
+}
+
+/// A multi-tap filter's plan: per axis (luma, chroma) the columns' and rows' taps.
+#[derive(Debug, Clone)]
+pub(super) struct MultiTap {
+    pub(super) cols: [Taps; 2],
+    pub(super) rows: [Taps; 2],
+    /// Per component: the byte of each output's first tap in a source row.
+    pub(super) base: Vec<Vec<u32>>,
+    pub(super) round_between: bool,
+}
+
 /// Components of one plane at one resolution whose bytes sit within a dword of each other at
 /// every tap (RGB's three, RGBA's four, NV12's U and V, YUY2's U and V), so one gather per tap
 /// brings them all. `taps[k]` are component `k`'s two taps (bytes from its plane's window);
@@ -498,6 +746,58 @@ mod tests {
         let plan = permute_plan(i0, i1, members).expect("a plan");
         assert_eq!(plan.narrow, narrow);
         assert_picks(i0, i1, members, 16, plan.reach, |row, two| permute(&plan, row, members.len(), two));
+    }
+
+    /// Every output's multi-tap weights sum to exactly one (2^-14ths) or to PIL's rounding of
+    /// one, lie on the grid, and OpenCV's cubic at a half-sample offset is Keys' a = -0.75
+    /// (-0.09375, 0.59375, 0.59375, -0.09375).
+    #[test]
+    fn multi_tap_weights() {
+        for interp in [
+            Interpolation::Area,
+            Interpolation::BilinearAntialias,
+            Interpolation::Bicubic,
+            Interpolation::BicubicOpencv,
+        ] {
+            for down in [false, true] {
+                let f = Filter::of(interp, down).unwrap();
+                for (n, start, len, div, lo, hi) in
+                    [(7, 3, 45, 1, 3, 47), (40, 0, 13, 1, 0, 12), (9, 5, 30, 2, 2, 17)]
+                {
+                    let t = multi_axis(n, start, len, div, lo, hi, f);
+                    assert!(t.taps <= f.max_taps(n, len, div, hi - lo + 1));
+                    for i in 0..n {
+                        assert!(t.first[i] as usize >= lo && t.first[i] as usize + t.taps <= hi + 1);
+                        let sum: f64 = match f.round_between {
+                            true => {
+                                t.wi[i * t.taps..][..t.taps].iter().map(|&w| w as f64).sum::<f64>()
+                                    / PIL_STEPS
+                            }
+                            false => t.w[i * t.taps..][..t.taps].iter().map(|&w| w as f64).sum(),
+                        };
+                        let tol = if f.round_between { 4.0 / PIL_STEPS } else { 0.0 };
+                        assert!((sum - 1.0).abs() <= tol, "{interp:?} output {i}: weights sum to {sum}");
+                    }
+                }
+            }
+        }
+        let cubic = multi_axis(10, 0, 5, 1, 0, 4, Filter::of(Interpolation::BicubicOpencv, false).unwrap());
+        // Output 5's centre is 2.75 samples in: taps 1..=4 at t = 0.25; output 4's at 2.25.
+        let w = &cubic.w[5 * cubic.taps..][..cubic.taps];
+        let keys = |x: f64| {
+            let (a, x) = (-0.75, x.abs());
+            if x < 1.0 {
+                ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+            } else {
+                (((x - 5.0) * x + 8.0) * x - 4.0) * a
+            }
+        };
+        let want = [keys(1.25), keys(0.25), keys(0.75), keys(1.75)];
+        let at = cubic.first[5] as usize;
+        assert_eq!(at, 1);
+        for (k, want) in want.iter().enumerate() {
+            assert!((w[k] as f64 - want).abs() <= 1.0 / TAP_STEPS, "tap {k}: {} vs {want}", w[k]);
+        }
     }
 
     #[test]
