@@ -225,3 +225,31 @@ fn roi_mode_crops_each_region_into_its_own_slot() {
         assert_eq!(info.slots()[2].flags, SLOT_FILLED, "slots past the regions are filled");
     }
 }
+
+/// A source at EOS does not stall the rest: its slot repeats its last frame (or is filled) and is
+/// marked so, until every source has ended.
+#[test]
+fn eos_on_one_pad_does_not_stall_the_others() {
+    for (policy, flag) in [("previous", gstedgefirst::batch_meta::SLOT_REPEATED), ("fill", SLOT_FILLED)] {
+        let batches = collect(&format!(
+            "edgefirsttensorbatch name=b {MODEL} missing-slot={policy} ! appsink name=sink sync=false \
+             videotestsrc num-buffers=2 ! video/x-raw,format=RGB,width=64,height=48 ! b.sink_0 \
+             videotestsrc num-buffers=5 pattern=ball ! video/x-raw,format=NV12,width=64,height=48 ! b.sink_1"
+        ));
+        assert_eq!(batches.len(), 5, "{policy}: the longer source runs to its end");
+        let first = batches[1].map_readable().unwrap().to_vec();
+        for (k, b) in batches.iter().enumerate() {
+            let info = *b.meta::<BatchMeta>().unwrap().info();
+            let want = if k < 2 { 0 } else { flag };
+            assert_eq!(info.slots()[0].flags, want, "{policy}: batch {k}, slot 0");
+            assert_eq!(info.slots()[1].flags, 0, "{policy}: batch {k}, slot 1 has its frame");
+            if k >= 2 && policy == "previous" {
+                let slot = info.slot_stride as usize;
+                assert!(
+                    b.map_readable().unwrap()[..slot] == first[..slot],
+                    "the source's last frame, repeated"
+                );
+            }
+        }
+    }
+}
