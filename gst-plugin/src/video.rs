@@ -53,6 +53,18 @@ pub fn video_format(f: PixelFormat) -> Option<VideoFormat> {
     FORMATS.into_iter().find(|&v| pixel_format(v) == Some(f))
 }
 
+/// What an edgefirst element takes in: every input format, in system memory or as DMA-BUF.
+pub fn input_caps() -> gst::Caps {
+    let mut caps = gst_video::VideoCapsBuilder::new().format_list(FORMATS).build();
+    caps.merge(
+        gst_video::VideoCapsBuilder::new()
+            .features([gst_allocators::CAPS_FEATURE_MEMORY_DMABUF])
+            .format_list(FORMATS)
+            .build(),
+    );
+    caps
+}
+
 /// Where each plane of one frame lives in the pool's single memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FrameLayout {

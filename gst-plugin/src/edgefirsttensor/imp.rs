@@ -303,13 +303,7 @@ impl ElementImpl for EdgeFirstTensor {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            let mut sink = gst_video::VideoCapsBuilder::new().format_list(crate::video::FORMATS).build();
-            sink.merge(
-                gst_video::VideoCapsBuilder::new()
-                    .features([gst_allocators::CAPS_FEATURE_MEMORY_DMABUF])
-                    .format_list(crate::video::FORMATS)
-                    .build(),
-            );
+            let sink = crate::video::input_caps();
             let mut src = gst::Caps::builder(TENSORS_MEDIA_TYPE)
                 .field("format", "static")
                 .field("num_tensors", 1i32)

@@ -283,13 +283,7 @@ impl ElementImpl for EdgeFirstTensorBatch {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            let mut sink = gst_video::VideoCapsBuilder::new().format_list(crate::video::FORMATS).build();
-            sink.merge(
-                gst_video::VideoCapsBuilder::new()
-                    .features([gst_allocators::CAPS_FEATURE_MEMORY_DMABUF])
-                    .format_list(crate::video::FORMATS)
-                    .build(),
-            );
+            let sink = crate::video::input_caps();
             let src = gst::Caps::builder(TENSORS_MEDIA_TYPE)
                 .field("format", "static")
                 .field("num_tensors", 1i32)
@@ -546,18 +540,7 @@ impl AggregatorImpl for EdgeFirstTensorBatch {
         b.set_pts(pts);
         b.set_duration(st.frame);
         st.next = pts.map(|t| t + st.frame);
-        let mut meta = TensorInfo { dtype: dtype_code(slot_layout.dtype), ..Default::default() };
-        let shape = out.tensor.shape();
-        let layout = if slot_layout.chw { PixelLayout::Planar } else { PixelLayout::Packed };
-        let spec = StrideSpec {
-            layout,
-            row_stride: slot_layout.row_stride,
-            plane_stride: slot_layout.chw.then_some(slot_layout.plane_stride),
-            batch_stride: Some(slot_bytes),
-        };
-        let _ = meta.set_layout(&shape, &byte_strides(&shape, slot_layout.dtype.size(), Some(&spec)));
-        TensorMeta::add(b, &meta);
-        BatchMeta::add(b, &info);
+        add_metas(b, out, &info);
         gst::trace!(CAT, imp = self, "batch of {n} (timeout {timeout})");
         drop(pads);
         self.obj().finish_buffer(outbuf)
@@ -676,16 +659,23 @@ fn roi_batch(
     }
     let b = outbuf.get_mut().expect("a fresh pool buffer");
     b.set_pts(frame.pts());
-    let mut meta = TensorInfo { dtype: dtype_code(out.slot.dtype), ..Default::default() };
+    add_metas(b, out, &binfo);
+    Ok(outbuf)
+}
+
+/// The batch tensor's meta (shape `[N, …]`, the batch stride one slot) and the slots' meta.
+fn add_metas(b: &mut gst::BufferRef, out: &Output, slots: &BatchInfo) {
+    let slot = &out.slot;
+    let mut meta = TensorInfo { dtype: dtype_code(slot.dtype), ..Default::default() };
     let shape = out.tensor.shape();
     let spec = StrideSpec {
-        layout: if out.slot.chw { PixelLayout::Planar } else { PixelLayout::Packed },
-        row_stride: out.slot.row_stride,
-        plane_stride: out.slot.chw.then_some(out.slot.plane_stride),
-        batch_stride: Some(slot_bytes),
+        layout: if slot.chw { PixelLayout::Planar } else { PixelLayout::Packed },
+        row_stride: slot.row_stride,
+        plane_stride: slot.chw.then_some(slot.plane_stride),
+        batch_stride: Some(slot.bytes()),
     };
-    let _ = meta.set_layout(&shape, &byte_strides(&shape, out.slot.dtype.size(), Some(&spec)));
+    // A batch of image tensors is rank 4, within the meta's eight dimensions.
+    let _ = meta.set_layout(&shape, &byte_strides(&shape, slot.dtype.size(), Some(&spec)));
     TensorMeta::add(b, &meta);
-    BatchMeta::add(b, &binfo);
-    Ok(outbuf)
+    BatchMeta::add(b, slots);
 }
