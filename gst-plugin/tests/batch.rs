@@ -253,3 +253,53 @@ fn eos_on_one_pad_does_not_stall_the_others() {
         }
     }
 }
+
+/// Pads requested and released while PLAYING: the batch grows and shrinks with the linked
+/// sources (batch-size unset), and the remaining sources keep their slots.
+#[test]
+fn pads_added_and_removed_while_playing() {
+    init();
+    let source = |pattern: &str| {
+        gst::parse::bin_from_description(
+            &format!(
+                "videotestsrc is-live=true pattern={pattern} \
+                 ! capsfilter caps=\"video/x-raw,format=RGB,width=64,height=48,framerate=30/1\""
+            ),
+            true,
+        )
+        .unwrap()
+    };
+    let p = gst::Pipeline::new();
+    let batch = gst::ElementFactory::make("edgefirsttensorbatch")
+        .property("model-width", 64u32)
+        .property("model-height", 48u32)
+        .build()
+        .unwrap();
+    let sink = gst_app::AppSink::builder().sync(false).build();
+    let first = source("smpte");
+    p.add_many([&batch, sink.upcast_ref(), first.upcast_ref()]).unwrap();
+    batch.link(&sink).unwrap();
+    first.static_pad("src").unwrap().link(&batch.request_pad_simple("sink_%u").unwrap()).unwrap();
+    p.set_state(gst::State::Playing).unwrap();
+    let slots = |n: usize| -> bool {
+        // Within a bounded number of batches, one with n slots arrives.
+        (0..60).any(|_| {
+            sink.try_pull_sample(gst::ClockTime::from_seconds(5)).and_then(|s| {
+                s.buffer().and_then(|b| b.meta::<BatchMeta>().map(|m| m.info().n_slots as usize))
+            }) == Some(n)
+        })
+    };
+    assert!(slots(1));
+    let second = source("ball");
+    p.add(&second).unwrap();
+    let pad = batch.request_pad_simple("sink_%u").unwrap();
+    second.static_pad("src").unwrap().link(&pad).unwrap();
+    second.sync_state_with_parent().unwrap();
+    assert!(slots(2), "a pad added while playing is a new slot");
+    second.set_state(gst::State::Null).unwrap();
+    second.static_pad("src").unwrap().unlink(&pad).unwrap();
+    batch.release_request_pad(&pad);
+    p.remove(&second).unwrap();
+    assert!(slots(1), "a released pad's slot goes");
+    p.set_state(gst::State::Null).unwrap();
+}
