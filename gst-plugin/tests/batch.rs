@@ -44,8 +44,10 @@ fn alone(source: &str, extra: &str) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn check_slots(sources: &[&str], extra: &str) {
-    let mut launch = format!("edgefirsttensorbatch name=b {MODEL} {extra} ! appsink name=sink sync=false ");
+/// `extra` is given to both elements; `batch_only` to the batch alone.
+fn check_slots(sources: &[&str], extra: &str, batch_only: &str) {
+    let mut launch =
+        format!("edgefirsttensorbatch name=b {MODEL} {extra} {batch_only} ! appsink name=sink sync=false ");
     for (i, s) in sources.iter().enumerate() {
         launch += &format!(" {s} ! b.sink_{i}");
     }
@@ -81,19 +83,23 @@ fn two_sources_of_different_formats_and_sizes_are_bit_exact_slots() {
             "videotestsrc num-buffers=3 pattern=ball ! video/x-raw,format=RGB,width=160,height=90",
         ],
         "",
+        "",
     );
 }
 
 #[test]
-fn four_sources_float32_chw_with_mean_std_on_two_threads() {
+fn four_sources_one_live_float32_chw_with_mean_std_on_two_threads() {
+    // The live source's pattern is still (its frames do not depend on the clock), and the
+    // latency is long enough that no batch leaves without it.
     check_slots(
         &[
             "videotestsrc num-buffers=3 ! video/x-raw,format=YUY2,width=128,height=96",
             "videotestsrc num-buffers=3 pattern=ball ! video/x-raw,format=RGBA,width=100,height=100",
-            "videotestsrc num-buffers=3 pattern=smpte75 ! video/x-raw,format=I420,width=96,height=64",
+            "videotestsrc num-buffers=3 is-live=true pattern=smpte75 ! video/x-raw,format=I420,width=96,height=64",
             "videotestsrc num-buffers=3 pattern=snow ! video/x-raw,format=NV21,width=64,height=128",
         ],
         "model-dtype=float32 model-layout=chw model-mean=0.485,0.456,0.406 model-std=0.229,0.224,0.225 n-threads=2",
+        "latency=2000000000",
     );
 }
 
