@@ -76,72 +76,62 @@ impl fmt::Display for DType {
     }
 }
 
-/// IEEE 754 binary16, stored as its bit pattern. Kept in-crate because only conversion to and
-/// from f32 is needed, not arithmetic.
+/// IEEE 754 binary16, stored as its bit pattern (the layout of `half::f16`, which does the
+/// conversions). A newtype rather than a re-export so that the public `.0` bit pattern, and with
+/// it this crate's API, stays as it was.
 #[allow(non_camel_case_types)]
 #[repr(transparent)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct f16(pub u16);
 
 impl f16 {
+    /// Rounded to nearest, ties to even (subnormals included; past 65504 to infinity). A NaN
+    /// keeps its sign and becomes the quiet NaN 0x7e00, its payload dropped: what this type did
+    /// before it went through `half`, which keeps the payload's top bits.
     pub fn from_f32(v: f32) -> f16 {
-        let bits = v.to_bits();
-        let sign = ((bits >> 16) & 0x8000) as u16;
-        let exp = ((bits >> 23) & 0xff) as i32;
-        let man = bits & 0x7f_ffff;
-        if exp == 0xff {
-            let nan = if man != 0 { 0x200 } else { 0 };
-            return f16(sign | 0x7c00 | nan);
+        if v.is_nan() {
+            return f16(((v.to_bits() >> 16) & 0x8000) as u16 | 0x7e00);
         }
-        let e = exp - 127 + 15;
-        if e >= 0x1f {
-            return f16(sign | 0x7c00);
-        }
-        if e <= 0 {
-            if e < -10 {
-                return f16(sign);
-            }
-            // Subnormal: shift the implicit bit in, then round half to even.
-            let m = man | 0x80_0000;
-            let shift = (14 - e) as u32;
-            let half = 1u32 << (shift - 1);
-            let rem = m & ((1 << shift) - 1);
-            let mut out = m >> shift;
-            if rem > half || (rem == half && out & 1 == 1) {
-                out += 1;
-            }
-            return f16(sign | out as u16);
-        }
-        let mut out = ((e as u32) << 10) | (man >> 13);
-        let rem = man & 0x1fff;
-        if rem > 0x1000 || (rem == 0x1000 && out & 1 == 1) {
-            // A carry out of the mantissa correctly bumps the exponent (and can reach infinity).
-            out += 1;
-        }
-        f16(sign | out as u16)
+        f16(half::f16::from_f32(v).to_bits())
     }
 
+    /// Exact. A NaN keeps its payload and its quiet bit as they are (a signalling NaN stays
+    /// signalling, as before `half`, whose conversion sets the quiet bit).
     pub fn to_f32(self) -> f32 {
         let h = self.0 as u32;
-        let sign = (h & 0x8000) << 16;
-        let exp = (h >> 10) & 0x1f;
-        let man = h & 0x3ff;
-        let bits = match (exp, man) {
-            (0, 0) => sign,
-            (0, m) => {
-                // Normalise the subnormal so f32 holds it exactly.
-                let mut e = 127 - 15 + 1;
-                let mut m = m;
-                while m & 0x400 == 0 {
-                    m <<= 1;
-                    e -= 1;
-                }
-                sign | ((e as u32) << 23) | ((m & 0x3ff) << 13)
+        if h & 0x7c00 == 0x7c00 && h & 0x3ff != 0 {
+            return f32::from_bits(((h & 0x8000) << 16) | 0x7f80_0000 | ((h & 0x3ff) << 13));
+        }
+        half::f16::from_bits(self.0).to_f32()
+    }
+
+    /// `src` into `dst` (equal lengths) as `from_f32` converts each, through `half`'s slice
+    /// conversion (F16C / fp16 vector instructions where the CPU has them). A NaN in `src` is
+    /// stored as `from_f32` stores it.
+    pub fn from_f32_slice(dst: &mut [f16], src: &[f32]) {
+        use half::slice::HalfFloatSliceExt;
+        assert_eq!(dst.len(), src.len(), "f16::from_f32_slice: lengths differ");
+        // Same layout (both a transparent u16), every bit pattern valid in both.
+        let out = unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<half::f16>(), dst.len()) };
+        out.convert_from_f32_slice(src);
+        // The vector conversions keep a NaN's payload (see `from_f32`); rare enough to mend after.
+        for (o, &v) in dst.iter_mut().zip(src) {
+            if v.is_nan() {
+                *o = f16::from_f32(v);
             }
-            (0x1f, m) => sign | 0x7f80_0000 | (m << 13),
-            (e, m) => sign | ((e + 127 - 15) << 23) | (m << 13),
-        };
-        f32::from_bits(bits)
+        }
+    }
+}
+
+impl From<half::f16> for f16 {
+    fn from(v: half::f16) -> f16 {
+        f16(v.to_bits())
+    }
+}
+
+impl From<f16> for half::f16 {
+    fn from(v: f16) -> half::f16 {
+        half::f16::from_bits(v.0)
     }
 }
 

@@ -223,6 +223,37 @@ impl Colorimetry {
     }
 }
 
+/// Where a subsampled YUV frame's chroma samples sit relative to its luma samples, per axis
+/// that is subsampled (an axis at full resolution has nothing to site). GStreamer's
+/// `GstVideoChromaSite` names them: `jpeg` (both centred: a 4:2:0 chroma sample at the centre of
+/// its 2×2 luma block), `mpeg2` (cosited horizontally, centred vertically: MPEG-2, H.264 and
+/// HEVC's default), `dv` / `cosited` (both cosited). Cosited means chroma sample `k` lies on luma
+/// sample `2k`; centred, half a luma sample further (`2k + 0.5`, in luma sample positions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ChromaSite {
+    pub h_cosited: bool,
+    pub v_cosited: bool,
+}
+
+impl ChromaSite {
+    /// `jpeg` (and `none`): centred both ways, the default, what the converter did before sitings.
+    pub const CENTRED: ChromaSite = ChromaSite { h_cosited: false, v_cosited: false };
+    /// `mpeg2`: cosited horizontally, centred vertically.
+    pub const MPEG2: ChromaSite = ChromaSite { h_cosited: true, v_cosited: false };
+    /// `dv`, `cosited`: cosited both ways.
+    pub const COSITED: ChromaSite = ChromaSite { h_cosited: true, v_cosited: true };
+
+    /// From `GstVideoChromaSite`'s flag bits (what `VideoInfo::chroma_site().bits()` gives), as
+    /// GStreamer publishes them: UNKNOWN = 0, NONE = 1 << 0 (= JPEG, centred), H_COSITED = 1 << 1,
+    /// V_COSITED = 1 << 2, ALT_LINE = 1 << 3 (MPEG2 = H_COSITED, COSITED = H | V, DV = H | V |
+    /// ALT_LINE). Unknown and none are centred, as GStreamer's own chroma resampler reads them
+    /// (it tests the cosited bits alone); ALT_LINE (DV's alternating chroma lines in interlaced
+    /// 4:2:0) is not modelled.
+    pub fn from_gst_flags(bits: u32) -> ChromaSite {
+        ChromaSite { h_cosited: bits & (1 << 1) != 0, v_cosited: bits & (1 << 2) != 0 }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum FitMode {

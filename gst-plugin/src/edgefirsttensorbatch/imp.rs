@@ -6,7 +6,7 @@ use crate::meta::{dtype_code, TensorInfo, TensorMeta};
 use crate::model::{self, ModelLayout, Settings};
 use crate::video::pixel_format;
 use edgefirst_tensor::convert::{ConvertSpec, Converter, DstLayout, SrcImage};
-use edgefirst_tensor::preprocess::{Colorimetry, FitMode};
+use edgefirst_tensor::preprocess::{ChromaSite, Colorimetry, FitMode};
 use edgefirst_tensor::{byte_strides, PixelFormat, PixelLayout, StrideSpec};
 use gst::glib;
 use gst::prelude::*;
@@ -138,7 +138,10 @@ impl EdgeFirstTensorBatch {
                 info.width() as usize,
                 info.height() as usize,
                 *slot,
-                &settings.spec(colorimetry),
+                &ConvertSpec {
+                    chroma_site: ChromaSite::from_gst_flags(info.chroma_site().bits()),
+                    ..settings.spec(colorimetry)
+                },
                 1,
             )
             .map_err(|e| format!("{}: cannot convert {caps}: {e}", pad.name()))?;
@@ -633,6 +636,7 @@ fn roi_batch(
         }
         let image = SrcImage { format, width: fw, height: fh, planes };
         let colorimetry = Colorimetry::from_gst_str(&info.colorimetry().to_string()).unwrap_or_default();
+        let chroma_site = ChromaSite::from_gst_flags(info.chroma_site().bits());
         for i in 0..out.n {
             let slot = &mut map[i * slot_bytes..(i + 1) * slot_bytes];
             let mut s = BatchSlot {
@@ -642,7 +646,8 @@ fn roi_batch(
             };
             match rois.get(i) {
                 Some((id, r)) => {
-                    let spec = ConvertSpec { source_region: Some(*r), ..model.spec(colorimetry) };
+                    let spec =
+                        ConvertSpec { source_region: Some(*r), chroma_site, ..model.spec(colorimetry) };
                     let conv = Converter::new(format, fw, fh, out.slot, &spec, 1)
                         .map_err(|e| format!("ROI {id}: {e}"))?;
                     conv.convert(&image, slot).map_err(|e| format!("ROI {id}: {e}"))?;

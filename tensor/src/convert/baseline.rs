@@ -141,6 +141,58 @@ fn store_row<T: Out, const C: usize>(
     }
 }
 
+/// float16 outputs: `chans[c][x] * scale[c] + bias[c]` in f32 as `store_row` makes them, a block
+/// at a time in output order on the stack, then through `f16::from_f32_slice` (F16C or fp16 where
+/// the CPU has them: the same rounding as the scalar conversion, so every level stores the same
+/// bytes) and copied to the row. One value at a time, the scalar conversion was a branchy function
+/// call per element.
+#[inline(always)]
+fn store_f16<const C: usize>(
+    f: &FinishValues,
+    dst: SendPtr,
+    y: usize,
+    xs: Range<usize>,
+    chans: &[Vec<f32>; 4],
+) {
+    const BLOCK_VALUES: usize = 256;
+    let mut vals = [0.0f32; BLOCK_VALUES];
+    let mut halves = [f16(0); BLOCK_VALUES];
+    let x0 = f.x0 + xs.start;
+    let mut put_block = |at: usize, vals: &[f32]| {
+        let out = &mut halves[..vals.len()];
+        f16::from_f32_slice(out, vals);
+        // This band owns the row; the halves' bytes are the elements' (native-endian u16s).
+        unsafe { std::ptr::copy_nonoverlapping(out.as_ptr().cast::<u8>(), dst.0.add(at), 2 * out.len()) };
+    };
+    if f.chw {
+        for ch in 0..C {
+            let (sc, bi) = (f.scale[ch], f.bias[ch]);
+            let row = ch * f.plane_stride + y * f.row_stride + x0 * 2;
+            for (b, src) in chans[ch][xs.clone()].chunks(BLOCK_VALUES).enumerate() {
+                for (o, &v) in vals.iter_mut().zip(src) {
+                    *o = v * sc + bi;
+                }
+                put_block(row + b * BLOCK_VALUES * 2, &vals[..src.len()]);
+            }
+        }
+    } else {
+        let (sc, bi) = (&f.scale, &f.bias);
+        let per = BLOCK_VALUES / C;
+        let row = y * f.row_stride + x0 * C * 2;
+        let mut start = xs.start;
+        while start < xs.end {
+            let end = (start + per).min(xs.end);
+            for (k, x) in (start..end).enumerate() {
+                for ch in 0..C {
+                    vals[k * C + ch] = chans[ch][x] * sc[ch] + bi[ch];
+                }
+            }
+            put_block(row + (start - xs.start) * C * 2, &vals[..(end - start) * C]);
+            start = end;
+        }
+    }
+}
+
 /// 8-bit outputs: each channel is rounded and saturated in its own contiguous (vectorized) pass,
 /// then the bytes are interleaved; converting and interleaving in one loop kept every element in
 /// a scalar register.
@@ -227,7 +279,11 @@ pub(super) fn store_content(
         DType::I32 => by_channels!(i32),
         DType::U64 => by_channels!(u64),
         DType::I64 => by_channels!(i64),
-        DType::F16 => by_channels!(f16),
+        DType::F16 => match channels(f.cs) {
+            1 => store_f16::<1>(f, dst, y, xs, chans),
+            3 => store_f16::<3>(f, dst, y, xs, chans),
+            _ => store_f16::<4>(f, dst, y, xs, chans),
+        },
         DType::F32 => by_channels!(f32),
         DType::F64 => by_channels!(f64),
     }

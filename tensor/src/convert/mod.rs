@@ -31,12 +31,14 @@ use crate::dtype::DType;
 use crate::format::{PixelFormat, PixelLayout};
 use crate::image::MAX_IMAGE_SIDE;
 use crate::preprocess::{
-    letterbox_rect, Colorimetry, ContentRegion, FitMode, Interpolation, LetterboxPlacement, Region,
+    letterbox_rect, ChromaSite, Colorimetry, ContentRegion, FitMode, Interpolation, LetterboxPlacement,
+    Region,
 };
 use crate::{Error, Result};
 use finish::{FinishValues, Padding, SendPtr};
 use plan::{
-    axis, components, multi_axis, weight_pairs, Axis, Comp, Filter, Group, MultiTap, SrcKind, MAX_TAPS,
+    axis, components, multi_axis, site_shift, weight_pairs, Axis, Comp, Filter, Group, MultiTap, SrcKind,
+    MAX_TAPS,
 };
 use std::sync::Mutex;
 
@@ -116,6 +118,10 @@ pub struct ConvertSpec {
     pub source_region: Option<Region>,
     /// How the source's YUV codes map to RGB (ignored for RGB and gray sources).
     pub colorimetry: Colorimetry,
+    /// Where a subsampled YUV source's chroma samples sit (`ChromaSite::from_gst_flags` reads the
+    /// caps' `chroma-site`); centred by default. It moves the chroma taps and weights of every
+    /// filter, so every level still runs the same kernels on the plan.
+    pub chroma_site: ChromaSite,
     /// Per-channel mean and std on values scaled to 0..1: `(v / 255 - mean) / std`. Applied to
     /// float outputs and quantized outputs; identity (0, 1) leaves 8-bit outputs raw.
     pub mean: [f32; 3],
@@ -136,6 +142,7 @@ impl Default for ConvertSpec {
             interpolation: Interpolation::Bilinear,
             source_region: None,
             colorimetry: Colorimetry::default(),
+            chroma_site: ChromaSite::CENTRED,
             mean: [0.0; 3],
             std: [1.0; 3],
             quantization: None,
@@ -357,22 +364,26 @@ impl Converter {
         let (ly, hy) = grid(src_rect.y, src_rect.height, 1);
         let (cy0, cy1) = grid(src_rect.y, src_rect.height, vdiv);
         let interp = spec.interpolation;
-        let cols_luma = axis(rect.width, src_rect.x, src_rect.width, 1, lx, hx, interp);
-        let cols_chroma = axis(rect.width, src_rect.x, src_rect.width, hdiv, cx0, cx1, interp);
-        let rows_luma = axis(rect.height, src_rect.y, src_rect.height, 1, ly, hy, interp);
-        let rows_chroma = axis(rect.height, src_rect.y, src_rect.height, vdiv, cy0, cy1, interp);
+        // The chroma grids' siting, in their samples (zero on an axis at full resolution).
+        let (hshift, vshift) =
+            (site_shift(hdiv, spec.chroma_site.h_cosited), site_shift(vdiv, spec.chroma_site.v_cosited));
+        let cols_luma = axis(rect.width, src_rect.x, src_rect.width, 1, lx, hx, interp, 0.0);
+        let cols_chroma = axis(rect.width, src_rect.x, src_rect.width, hdiv, cx0, cx1, interp, hshift);
+        let rows_luma = axis(rect.height, src_rect.y, src_rect.height, 1, ly, hy, interp, 0.0);
+        let rows_chroma = axis(rect.height, src_rect.y, src_rect.height, vdiv, cy0, cy1, interp, vshift);
         // OpenCV's INTER_AREA takes its box filter where neither axis grows.
         let area_down = src_rect.width >= rect.width && src_rect.height >= rect.height;
         let multi = match Filter::of(interp, area_down) {
             Some(filter) => {
-                // (outputs, source start, length, divisor, grid) of luma and chroma columns and rows.
+                // (outputs, source start, length, divisor, grid, siting) of luma and chroma
+                // columns and rows.
                 let axes = [
-                    (rect.width, src_rect.x, src_rect.width, 1, lx, hx),
-                    (rect.width, src_rect.x, src_rect.width, hdiv, cx0, cx1),
-                    (rect.height, src_rect.y, src_rect.height, 1, ly, hy),
-                    (rect.height, src_rect.y, src_rect.height, vdiv, cy0, cy1),
+                    (rect.width, src_rect.x, src_rect.width, 1, lx, hx, 0.0),
+                    (rect.width, src_rect.x, src_rect.width, hdiv, cx0, cx1, hshift),
+                    (rect.height, src_rect.y, src_rect.height, 1, ly, hy, 0.0),
+                    (rect.height, src_rect.y, src_rect.height, vdiv, cy0, cy1, vshift),
                 ];
-                for (n, _, len, div, lo, hi) in axes {
+                for (n, _, len, div, lo, hi, _) in axes {
                     let taps = filter.max_taps(n, len, div, hi - lo + 1);
                     if taps > MAX_TAPS {
                         return Err(Error::InvalidArgument(format!(
@@ -382,8 +393,9 @@ impl Converter {
                         )));
                     }
                 }
-                let [cl, cc, rl, rc] =
-                    axes.map(|(n, start, len, div, lo, hi)| multi_axis(n, start, len, div, lo, hi, filter));
+                let [cl, cc, rl, rc] = axes.map(|(n, start, len, div, lo, hi, shift)| {
+                    multi_axis(n, start, len, div, lo, hi, filter, shift)
+                });
                 // A band keeps `taps` filtered rows per component.
                 for rows in [&rl, &rc] {
                     if rows.taps.checked_mul(rect.width).is_none_or(|v| v > 1 << 27) {

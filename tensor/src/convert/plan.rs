@@ -267,8 +267,22 @@ pub(super) struct Axis {
     pub(super) w: Vec<f32>,
 }
 
+/// How far a grid's samples sit from the centred siting, in samples: 0 where centred (sample `j`'s
+/// centre at pixel `(j + 0.5) · div`, the middle of the pixels it covers), `(div - 1) / (2 · div)`
+/// where cosited (on its first pixel's centre, `j · div + 0.5`): a quarter sample for 2:1 chroma.
+/// A position `p` in samples of the centred grid is `p + site_shift` in samples of the cosited
+/// one. Luma grids (`div` 1) are the same either way.
+pub(super) fn site_shift(div: usize, cosited: bool) -> f64 {
+    match cosited {
+        true => (div - 1) as f64 / (2 * div) as f64,
+        false => 0.0,
+    }
+}
+
 /// Pixel-centre mapping of `n` outputs onto source samples `[start, start + len)` of a grid whose
-/// samples each cover `div` pixels (chroma: 2), clamped to the grid's samples `[lo, hi]`.
+/// samples each cover `div` pixels (chroma: 2), clamped to the grid's samples `[lo, hi]`; `shift`
+/// the grid's siting (`site_shift`), which moves the taps and weights only.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn axis(
     n: usize,
     src_start: usize,
@@ -277,21 +291,28 @@ pub(super) fn axis(
     lo: usize,
     hi: usize,
     interp: Interpolation,
+    shift: f64,
 ) -> Axis {
     let scale = src_len as f64 / n as f64;
     let mut a = Axis { i0: Vec::with_capacity(n), i1: Vec::with_capacity(n), w: Vec::with_capacity(n) };
     for i in 0..n {
-        // Position in source pixels, then in this grid's samples (centre-sited).
+        // Position in source pixels, then in this grid's samples (sample j's centre at j).
         let px = src_start as f64 + (i as f64 + 0.5) * scale;
         match interp {
             Interpolation::Nearest => {
-                let s = ((px.floor() as usize) / div).clamp(lo, hi);
+                // The source pixel under the output's centre, then the sample nearest to that
+                // pixel's centre, a tie to the lower one (a cosited 2:1 grid's odd pixels lie
+                // midway: replicating decoders give them sample k, not k + 1). At 2:1 both
+                // sitings therefore pick `pixel / 2`; the siting matters to the filters that
+                // weigh samples by distance.
+                let at = (px.floor() + 0.5) / div as f64 - 0.5 + shift;
+                let s = ((at - 0.5).ceil().max(0.0) as usize).clamp(lo, hi);
                 a.i0.push(s);
                 a.i1.push(s);
                 a.w.push(0.0);
             }
             _ => {
-                let s = (px / div as f64 - 0.5).clamp(lo as f64, hi as f64);
+                let s = (px / div as f64 - 0.5 + shift).clamp(lo as f64, hi as f64);
                 let s0 = s.floor() as usize;
                 a.i0.push(s0);
                 a.i1.push((s0 + 1).min(hi));
@@ -422,7 +443,9 @@ pub(super) struct Taps {
 /// The weights of `filter` for `n` outputs over source pixels `[start, start + len)` of a grid of
 /// samples `[lo, hi]` covering `div` pixels each, in the pixel-centre convention (output `i`'s
 /// footprint is `[start + i * step, start + (i + 1) * step)` with `step = len / n`, sample `j`'s
-/// is `[j, j + 1)` in samples: OpenCV's and PIL's). The caller checked `max_taps`.
+/// is `[j, j + 1)` in samples: OpenCV's and PIL's). `shift` is the grid's siting (`site_shift`):
+/// the footprint and centre move by it, in samples. The caller checked `max_taps`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn multi_axis(
     n: usize,
     src_start: usize,
@@ -431,10 +454,11 @@ pub(super) fn multi_axis(
     lo: usize,
     hi: usize,
     filter: Filter,
+    shift: f64,
 ) -> Taps {
     let div = div as f64;
     let step = src_len as f64 / (n as f64 * div);
-    let t0 = src_start as f64 / div;
+    let t0 = src_start as f64 / div + shift;
     let (lo_f, hi_f) = (lo as f64, hi as f64);
     let mut raw: Vec<Vec<(usize, f64)>> = Vec::with_capacity(n);
     let mut taps = 1;
@@ -764,7 +788,7 @@ mod tests {
                 for (n, start, len, div, lo, hi) in
                     [(7, 3, 45, 1, 3, 47), (40, 0, 13, 1, 0, 12), (9, 5, 30, 2, 2, 17)]
                 {
-                    let t = multi_axis(n, start, len, div, lo, hi, f);
+                    let t = multi_axis(n, start, len, div, lo, hi, f, 0.0);
                     assert!(t.taps <= f.max_taps(n, len, div, hi - lo + 1));
                     for i in 0..n {
                         assert!(t.first[i] as usize >= lo && t.first[i] as usize + t.taps <= hi + 1);
@@ -781,7 +805,8 @@ mod tests {
                 }
             }
         }
-        let cubic = multi_axis(10, 0, 5, 1, 0, 4, Filter::of(Interpolation::BicubicOpencv, false).unwrap());
+        let cubic =
+            multi_axis(10, 0, 5, 1, 0, 4, Filter::of(Interpolation::BicubicOpencv, false).unwrap(), 0.0);
         // Output 5's centre is 2.75 samples in: taps 1..=4 at t = 0.25; output 4's at 2.25.
         let w = &cubic.w[5 * cubic.taps..][..cubic.taps];
         let keys = |x: f64| {
