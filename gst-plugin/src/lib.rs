@@ -19,6 +19,7 @@ pub mod meta;
 pub mod model;
 pub mod negotiate;
 pub mod pool;
+pub mod transport;
 pub mod video;
 
 pub use allocator::DmaBufAllocator;
@@ -35,6 +36,8 @@ fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     batch_meta::register();
     edgefirsttensor::register(plugin)?;
     edgefirsttensorbatch::register(plugin)?;
+    transport::edgefirsttensorsink::register(plugin)?;
+    transport::edgefirsttensorsrc::register(plugin)?;
     Ok(())
 }
 

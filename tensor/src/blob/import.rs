@@ -17,7 +17,17 @@ pub fn import(bytes: &[u8]) -> Result<TensorDyn> {
 /// Rebuild a tensor from a blob; an inline blob's new allocation comes from `memory`. A
 /// reference blob's tensor is over the producer's own buffers (dup'd fds), whatever `memory`.
 pub fn import_with_memory(bytes: &[u8], memory: TensorMemory) -> Result<TensorDyn> {
-    build(parse(bytes)?, memory)
+    build(parse(bytes)?, memory, None)
+}
+
+/// Rebuild a reference blob that came from another process together with its fds (`SCM_RIGHTS`,
+/// `pidfd_getfd`): the blob's handles are the producer's fd numbers, meaningless here, so each
+/// distinct handle, in order of first appearance in the plane records, stands for the next of
+/// `fds`. The counts must agree exactly: a spare fd or a missing one means the blob and the fds
+/// did not travel together. The `pid` is not checked (it is the producer's, by construction);
+/// everything else is, as in [`import`]. The import dups what it keeps; `fds` stay the caller's.
+pub fn import_with_fds(bytes: &[u8], fds: &[OwnedFd]) -> Result<TensorDyn> {
+    build(parse(bytes)?, TensorMemory::Mem, Some(fds))
 }
 
 struct Header {
@@ -344,12 +354,20 @@ fn dup_raw(handle: i64) -> Result<OwnedFd> {
 /// header claims.
 fn over_handle(
     r: &Record<'_>,
+    handles: &Handles<'_>,
     kind: TensorMemory,
     shape: Vec<usize>,
     dtype: DType,
     access: CpuAccess,
 ) -> Result<TensorDyn> {
-    let storage = import_storage(dup_raw(r.handle)?)?;
+    let fd = match handles {
+        Handles::Local => dup_raw(r.handle)?,
+        Handles::Received(map) => {
+            let (_, fd) = map.iter().find(|(h, _)| *h == r.handle).expect("every record's handle is mapped");
+            fd.try_clone().map_err(|e| Error::io(format!("dup of received fd for handle {}", r.handle), e))?
+        }
+    };
+    let storage = import_storage(fd)?;
     let actual = storage.backing.memory();
     if actual != kind {
         return Err(malformed("storage_kind", format!("{kind}, but handle {} is {actual}", r.handle)));
@@ -357,7 +375,14 @@ fn over_handle(
     Ok(TensorDyn::over(storage, shape, dtype, access, None))
 }
 
-fn build(p: Parsed<'_>, memory: TensorMemory) -> Result<TensorDyn> {
+/// Where a reference record's handle is resolved: in this process's fd table, or among fds
+/// received with the blob (handle, fd) in the order the handles first appear.
+enum Handles<'a> {
+    Local,
+    Received(Vec<(i64, &'a OwnedFd)>),
+}
+
+fn build(p: Parsed<'_>, memory: TensorMemory, fds: Option<&[OwnedFd]>) -> Result<TensorDyn> {
     let h = &p.h;
     let access = cpu_access_from_code(h.cpu_access)
         .ok_or_else(|| malformed("cpu_access", format!("unknown code {}", h.cpu_access)))?;
@@ -421,21 +446,37 @@ fn build(p: Parsed<'_>, memory: TensorMemory) -> Result<TensorDyn> {
                 format!("{kind}: an inline blob's bytes are in the blob (mem)"),
             ));
         }
-    } else {
-        if h.pid != std::process::id() {
-            return Err(malformed(
-                "pid",
-                format!(
-                    "{}: a reference blob's handles are fds of its producer's process; this is {}",
-                    h.pid,
-                    std::process::id()
-                ),
-            ));
-        }
-        if !matches!(kind, TensorMemory::Shm | TensorMemory::DmaBuf) {
-            return Err(malformed("storage_kind", format!("{kind} has no fd to reference")));
-        }
+    } else if fds.is_none() && h.pid != std::process::id() {
+        return Err(malformed(
+            "pid",
+            format!(
+                "{}: a reference blob's handles are fds of its producer's process; this is {}",
+                h.pid,
+                std::process::id()
+            ),
+        ));
     }
+    if !inline && !matches!(kind, TensorMemory::Shm | TensorMemory::DmaBuf) {
+        return Err(malformed("storage_kind", format!("{kind} has no fd to reference")));
+    }
+    let handles = match fds {
+        None => Handles::Local,
+        Some(fds) => {
+            let mut distinct: Vec<i64> = Vec::new();
+            for r in p.planes.iter().filter(|r| r.handle != INLINE_HANDLE) {
+                if !distinct.contains(&r.handle) {
+                    distinct.push(r.handle);
+                }
+            }
+            if distinct.len() != fds.len() {
+                return Err(malformed(
+                    "handle",
+                    format!("{} distinct handles but {} fds came with the blob", distinct.len(), fds.len()),
+                ));
+            }
+            Handles::Received(distinct.into_iter().zip(fds).collect())
+        }
+    };
     let shape = p.shape.iter().map(|&d| to_usize(d, "shape")).collect::<Result<Vec<_>>>()?;
     let quant = quantization(&shape, h.quant_axis, &p.scales, &p.zps)?;
     let color = colorimetry(p.strings[3], p.strings[4])?;
@@ -446,7 +487,7 @@ fn build(p: Parsed<'_>, memory: TensorMemory) -> Result<TensorDyn> {
                 .ok_or_else(|| malformed("format", format!("unknown format {name:?}")))?,
         ),
     };
-    let ctx = Ctx { kind, dtype, access, inline, memory };
+    let ctx = Ctx { kind, dtype, access, inline, memory, handles };
     let mut t = match format {
         None => ctx.plain(shape, &p.strides, &p.planes)?,
         Some(f) => ctx.image(f, &shape, &p.strides, &p.planes)?,
@@ -456,7 +497,8 @@ fn build(p: Parsed<'_>, memory: TensorMemory) -> Result<TensorDyn> {
     Ok(t)
 }
 
-struct Ctx {
+struct Ctx<'a> {
+    handles: Handles<'a>,
     kind: TensorMemory,
     dtype: DType,
     access: CpuAccess,
@@ -464,7 +506,7 @@ struct Ctx {
     memory: TensorMemory,
 }
 
-impl Ctx {
+impl Ctx<'_> {
     fn plain(&self, shape: Vec<usize>, strides: &[i64], planes: &[Record<'_>]) -> Result<TensorDyn> {
         let [r] = planes else {
             return Err(malformed("plane_count", format!("{}: a plain tensor is one plane", planes.len())));
@@ -486,7 +528,7 @@ impl Ctx {
             ));
         }
         if !self.inline {
-            let mut t = over_handle(r, self.kind, shape, self.dtype, self.access)?;
+            let mut t = over_handle(r, &self.handles, self.kind, shape, self.dtype, self.access)?;
             t.plane_offset = Some(to_usize(r.offset, "offset")?).filter(|&o| o != 0);
             t.check_extent("the blob's plane")?;
             return Ok(t);
@@ -581,7 +623,8 @@ impl Ctx {
                 && base.checked_add(g.offset as u64) == Some(r.offset)
         });
         if one_buffer {
-            let mut t = over_handle(&planes[0], self.kind, Vec::new(), self.dtype, self.access)?;
+            let mut t =
+                over_handle(&planes[0], &self.handles, self.kind, Vec::new(), self.dtype, self.access)?;
             t.set_image(full);
             t.plane_offset = Some(to_usize(base, "offset")?).filter(|&o| o != 0);
             t.check_extent(&format!("a {w}x{h} {} image at row stride {rs}", format.name()))?;
@@ -600,7 +643,8 @@ impl Ctx {
         }
         let plane = |i: usize| -> Result<TensorDyn> {
             let (rows, row_bytes, stride, _) = geo[i];
-            let mut p = over_handle(&planes[i], self.kind, Vec::new(), DType::U8, self.access)?;
+            let mut p =
+                over_handle(&planes[i], &self.handles, self.kind, Vec::new(), DType::U8, self.access)?;
             p.set_image(ImageMeta::full(PixelFormat::Gray8, row_bytes, rows, stride, None));
             p.plane_offset = Some(to_usize(planes[i].offset, "offset")?).filter(|&o| o != 0);
             p.check_extent(&format!("plane {i} of the blob"))?;

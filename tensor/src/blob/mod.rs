@@ -42,7 +42,7 @@ pub const STRINGS: [&str; 5] = ["format", "color_space", "color_transfer", "colo
 
 /// Byte offsets of the header fields.
 mod import;
-pub use import::{import, import_with_memory};
+pub use import::{import, import_with_fds, import_with_memory};
 
 pub mod header {
     pub const TOTAL_LEN: usize = 0;
