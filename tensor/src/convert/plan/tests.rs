@@ -1,0 +1,175 @@
+//! Host tests of the plans: every shuffle and permute control picks the taps it was planned for.
+use super::*;
+
+/// What the AVX2 kernel does with a plan, in scalar: per block, each output's dword from its
+/// window through the controls (`pshufb` semantics: index bit 7 gives zero, lanes of 16).
+fn apply(plan: &Shuffle, row: &[u8], members: usize, two: bool) -> Vec<Vec<[u8; 4]>> {
+    let parts = if plan.quarters { 2 } else { 1 };
+    let mut out = vec![Vec::new(); members];
+    for (b, base) in plan.bases.iter().enumerate() {
+        for (m, out) in out.iter_mut().enumerate() {
+            let first = (b * members + m) * 2 * parts + usize::from(two) * parts;
+            for j in 0..8 {
+                let mut dword = [0u8; 4];
+                for p in 0..parts {
+                    let ctl = &plan.controls[first + p].0;
+                    // Lane j / 4 of vector p is window p + parts * (j / 4).
+                    let window = &row[base[p + parts * (j / 4)] as usize..][..16];
+                    for (k, byte) in dword.iter_mut().enumerate() {
+                        let c = ctl[4 * j + k];
+                        *byte |= if c & 0x80 != 0 { 0 } else { window[(c & 15) as usize] };
+                    }
+                }
+                out.push(dword);
+            }
+        }
+    }
+    out
+}
+
+/// Over a row of `reach` distinct-ish bytes, a plan's picks (`picks(row, two)`, per member
+/// per output) give every output of its whole blocks (`block` outputs each) tap 0 alone in
+/// byte 0, or both taps in bytes 0 and 2, the other bytes zero.
+fn assert_picks(
+    i0: &[u32],
+    i1: &[u32],
+    members: &[(usize, usize)],
+    block: usize,
+    reach: usize,
+    picks: impl Fn(&[u8], bool) -> Vec<Vec<[u8; 4]>>,
+) {
+    let row: Vec<u8> = (0..reach).map(|i| (i * 7 + 3) as u8).collect();
+    let (one, two) = (picks(&row, false), picks(&row, true));
+    for (m, &(_, shift)) in members.iter().enumerate() {
+        for x in 0..i0.len() / block * block {
+            let (a, b) = (row[i0[x] as usize + shift], row[i1[x] as usize + shift]);
+            assert_eq!(one[m][x], [a, 0, 0, 0], "member {m} output {x}: tap 0 alone");
+            assert_eq!(two[m][x], [a, 0, b, 0], "member {m} output {x}: both taps as words");
+        }
+    }
+}
+
+fn check(i0: &[u32], i1: &[u32], members: &[(usize, usize)], quarters: bool) {
+    let plan = shuffle_plan(i0, i1, members).expect("a plan");
+    assert_eq!(plan.quarters, quarters);
+    assert_picks(i0, i1, members, 8, plan.reach, |row, two| apply(&plan, row, members.len(), two));
+}
+
+/// The AVX-512 kernel's picks in scalar: `vpermt2b` indexes a 128-byte table (7 bits), the
+/// window's bytes then (narrow) zeros.
+fn permute(plan: &Permute, row: &[u8], members: usize, two: bool) -> Vec<Vec<[u8; 4]>> {
+    let mut out = vec![Vec::new(); members];
+    for (b, &base) in plan.bases.iter().enumerate() {
+        // Narrow: a 64-byte window, then 64 zero bytes; no mask.
+        let mut table = [0u8; 128];
+        let width = if plan.narrow { 64 } else { 128 };
+        table[..width].copy_from_slice(&row[base as usize..][..width]);
+        for (m, out) in out.iter_mut().enumerate() {
+            let ctl = &plan.controls[(b * members + m) * 2 + usize::from(two)].0;
+            for j in 0..16 {
+                let pick = |k: usize| table[(ctl[4 * j + k] & 127) as usize];
+                let mut dword = [0, 1, 2, 3].map(pick);
+                if !plan.narrow {
+                    // The mask keeps byte 0, and byte 2 with two taps.
+                    dword = [dword[0], 0, if two { dword[2] } else { 0 }, 0];
+                }
+                out.push(dword);
+            }
+        }
+    }
+    out
+}
+
+fn check_permute(i0: &[u32], i1: &[u32], members: &[(usize, usize)], narrow: bool) {
+    let plan = permute_plan(i0, i1, members).expect("a plan");
+    assert_eq!(plan.narrow, narrow);
+    assert_picks(i0, i1, members, 16, plan.reach, |row, two| permute(&plan, row, members.len(), two));
+}
+
+/// Every output's multi-tap weights sum to exactly one (2^-14ths) or to PIL's rounding of
+/// one, lie on the grid, and OpenCV's cubic at a half-sample offset is Keys' a = -0.75
+/// (-0.09375, 0.59375, 0.59375, -0.09375).
+#[test]
+fn multi_tap_weights() {
+    for interp in [
+        Interpolation::Area,
+        Interpolation::BilinearAntialias,
+        Interpolation::Bicubic,
+        Interpolation::BicubicOpencv,
+    ] {
+        for down in [false, true] {
+            let f = Filter::of(interp, down).unwrap();
+            for (n, start, len, div, lo, hi) in
+                [(7, 3, 45, 1, 3, 47), (40, 0, 13, 1, 0, 12), (9, 5, 30, 2, 2, 17)]
+            {
+                let t = multi_axis(n, start, len, div, lo, hi, f, 0.0);
+                assert!(t.taps <= f.max_taps(n, len, div, hi - lo + 1));
+                for i in 0..n {
+                    assert!(t.first[i] as usize >= lo && t.first[i] as usize + t.taps <= hi + 1);
+                    let sum: f64 = match f.round_between {
+                        true => {
+                            t.wi[i * t.taps..][..t.taps].iter().map(|&w| w as f64).sum::<f64>() / PIL_STEPS
+                        }
+                        false => t.w[i * t.taps..][..t.taps].iter().map(|&w| w as f64).sum(),
+                    };
+                    let tol = if f.round_between { 4.0 / PIL_STEPS } else { 0.0 };
+                    assert!((sum - 1.0).abs() <= tol, "{interp:?} output {i}: weights sum to {sum}");
+                }
+            }
+        }
+    }
+    let cubic = multi_axis(10, 0, 5, 1, 0, 4, Filter::of(Interpolation::BicubicOpencv, false).unwrap(), 0.0);
+    // Output 5's centre is 2.75 samples in: taps 1..=4 at t = 0.25; output 4's at 2.25.
+    let w = &cubic.w[5 * cubic.taps..][..cubic.taps];
+    let keys = |x: f64| {
+        let (a, x) = (-0.75, x.abs());
+        if x < 1.0 {
+            ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+        } else {
+            (((x - 5.0) * x + 8.0) * x - 4.0) * a
+        }
+    };
+    let want = [keys(1.25), keys(0.25), keys(0.75), keys(1.75)];
+    let at = cubic.first[5] as usize;
+    assert_eq!(at, 1);
+    for (k, want) in want.iter().enumerate() {
+        assert!((w[k] as f64 - want).abs() <= 1.0 / TAP_STEPS, "tap {k}: {} vs {want}", w[k]);
+    }
+}
+
+#[test]
+fn permute_plans_pick_every_tap() {
+    let luma: Vec<u32> = (0..40).map(|i| 3 * i + 1).collect();
+    check_permute(&luma, &luma, &[(0, 0)], true);
+    let c0: Vec<u32> = (0..40).map(|i| 2 * ((3 * i) / 2)).collect();
+    let c1: Vec<u32> = c0.iter().map(|&t| t + 2).collect();
+    check_permute(&c0, &c1, &[(1, 0), (2, 1)], true);
+    // YUY2's luma every sixth byte: sixteen outputs in 92 bytes, a wide window.
+    let y: Vec<u32> = (0..40).map(|i| 6 * i + 2).collect();
+    check_permute(&y, &y, &[(0, 0)], false);
+    // RGBA at 3×: sixteen pixels span 184 bytes, past any window; the AVX2 kernels stay.
+    let rgba: Vec<u32> = (0..40).map(|i| 12 * i + 4).collect();
+    assert!(permute_plan(&rgba, &rgba, &[(0, 0), (1, 1), (2, 2), (3, 3)]).is_none());
+    // Fewer than sixteen outputs: no block.
+    assert!(permute_plan(&luma[..15], &luma[..15], &[(0, 0)]).is_none());
+}
+
+#[test]
+fn shuffle_plans_pick_every_tap() {
+    // NV12 1080p → 640: luma every third byte; chroma (U, V) pairs 1.5 samples apart.
+    let luma: Vec<u32> = (0..40).map(|i| 3 * i + 1).collect();
+    check(&luma, &luma, &[(0, 0)], false);
+    let c0: Vec<u32> = (0..40).map(|i| 2 * ((3 * i) / 2)).collect();
+    let c1: Vec<u32> = c0.iter().map(|&t| t + 2).collect();
+    check(&c0, &c1, &[(1, 0), (2, 1)], false);
+    // YUY2 at the same scale: luma every sixth byte needs windows of two outputs.
+    let y: Vec<u32> = (0..40).map(|i| 6 * i + 2).collect();
+    check(&y, &y, &[(0, 0)], true);
+    // RGBA at 3×: whole pixels every 12 bytes with their right neighbours fit no window of
+    // two outputs; gathers stay. Without the neighbours (taps on one side) they do.
+    let rgba: Vec<u32> = (0..40).map(|i| 12 * i + 4).collect();
+    let right: Vec<u32> = rgba.iter().map(|&t| t + 4).collect();
+    let pixel = [(0, 0), (1, 1), (2, 2), (3, 3)];
+    assert!(shuffle_plan(&rgba, &right, &pixel).is_none());
+    check(&rgba, &rgba, &pixel, true);
+}
