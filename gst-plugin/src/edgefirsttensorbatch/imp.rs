@@ -482,24 +482,29 @@ impl AggregatorImpl for EdgeFirstTensorBatch {
             let mut work: Vec<SlotWork<'_>> =
                 slots.into_iter().enumerate().map(|(i, s)| (i, s, frames[i].as_ref())).collect();
             let sources = &st.sources;
-            let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
-                let per = work.len().div_ceil(threads);
-                let mut handles = Vec::new();
-                while !work.is_empty() {
-                    let chunk: Vec<_> = work.drain(..per.min(work.len())).collect();
-                    handles.push(scope.spawn(move || -> Result<(), String> {
-                        for (_, slot, frame) in chunk {
-                            if let Some((buf, name)) = frame {
-                                let src = &sources[name];
-                                convert_into(src, buf, slot)?;
-                            }
-                        }
-                        Ok(())
-                    }));
+            let convert_chunk = |chunk: Vec<SlotWork<'_>>| -> Result<(), String> {
+                for (_, slot, frame) in chunk {
+                    if let Some((buf, name)) = frame {
+                        convert_into(&sources[name], buf, slot)?;
+                    }
                 }
+                Ok(())
+            };
+            let per = work.len().div_ceil(threads);
+            let mut chunks = Vec::new();
+            while !work.is_empty() {
+                chunks.push(work.drain(..per.min(work.len())).collect::<Vec<_>>());
+            }
+            // The aggregator's own thread takes the last share: one thread spawns nothing.
+            let mine = chunks.pop().unwrap_or_default();
+            let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
+                let handles: Vec<_> =
+                    chunks.into_iter().map(|c| scope.spawn(move || convert_chunk(c))).collect();
+                let own = convert_chunk(mine);
                 handles
                     .into_iter()
                     .map(|h| h.join().unwrap_or_else(|_| Err("a slot's conversion panicked".into())))
+                    .chain(std::iter::once(own))
                     .collect()
             });
             for r in results {
