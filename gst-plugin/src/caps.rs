@@ -20,7 +20,7 @@ impl TensorCaps {
     }
 
     pub fn dims_string(&self) -> String {
-        self.dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(":")
+        dims_string(&self.dims)
     }
 
     pub fn to_caps(&self) -> gst::Caps {
@@ -50,6 +50,11 @@ impl TensorCaps {
         let dims = parse_dims(s.get::<&str>("dimensions").map_err(|_| "no fixed dimensions")?)?;
         Ok(TensorCaps { dtype, dims, framerate: s.get::<gst::Fraction>("framerate").ok() })
     }
+}
+
+/// NNStreamer's `dimensions` string: innermost first, colon-separated.
+pub fn dims_string(dims: &[usize]) -> String {
+    dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(":")
 }
 
 pub fn parse_dims(s: &str) -> Result<Vec<usize>, String> {

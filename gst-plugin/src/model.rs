@@ -595,6 +595,16 @@ impl Settings {
         raw.then(|| crate::video::video_format(self.colorspace.pixel_format())).flatten()
     }
 
+    /// The conversion for frames described by `info`: the settings, the input's YUV matrix (BT.601
+    /// limited where the caps say nothing usable) and where its chroma sits, as GStreamer's
+    /// VideoInfo reads the caps (their chroma-site where they carry a colorimetry, else the size's
+    /// default: mpeg2 above 576 lines).
+    pub fn spec_for(&self, info: &gst_video::VideoInfo) -> ConvertSpec {
+        let colorimetry = Colorimetry::from_gst_str(&info.colorimetry().to_string()).unwrap_or_default();
+        let chroma_site = edgefirst_tensor::preprocess::ChromaSite::from_gst_flags(info.chroma_site().bits());
+        ConvertSpec { chroma_site, ..self.spec(colorimetry) }
+    }
+
     pub fn spec(&self, colorimetry: Colorimetry) -> ConvertSpec {
         let c = self.fill_color;
         ConvertSpec {

@@ -14,7 +14,7 @@
 //!   height; element type from `types`; colour space from the channel count or the video format.
 //!   A set property that the caps contradict is an error naming both.
 
-use crate::caps::{model_dims, TensorCaps, TENSORS_MEDIA_TYPE};
+use crate::caps::{dims_string, model_dims, TensorCaps, TENSORS_MEDIA_TYPE};
 use crate::model::{ModelColorspace, ModelDtype, ModelLayout, Settings};
 use edgefirst_tensor::DType;
 use gst_video::VideoFormat;
@@ -44,10 +44,6 @@ pub fn offered(settings: &Settings, input: &gst::StructureRef) -> Vec<gst::Struc
         out.push(image.build());
     }
     out
-}
-
-fn dims_string(dims: &[usize]) -> String {
-    dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(":")
 }
 
 /// Whether the model input can leave as a video frame (8-bit interleaved, no normalization),

@@ -5,8 +5,8 @@ use crate::import_cache::ImportCache;
 use crate::meta::{dtype_code, TensorInfo, TensorMeta};
 use crate::model::{self, Settings};
 use crate::video::pixel_format;
-use edgefirst_tensor::convert::{ConvertSpec, Converter, DstLayout, SrcImage};
-use edgefirst_tensor::preprocess::{ChromaSite, Colorimetry, ContentRegion};
+use edgefirst_tensor::convert::{Converter, DstLayout, SrcImage};
+use edgefirst_tensor::preprocess::ContentRegion;
 use edgefirst_tensor::{byte_strides, DType, PixelFormat, PixelLayout, StrideSpec, TensorDyn};
 use gst::glib;
 use gst::prelude::*;
@@ -407,12 +407,7 @@ impl BaseTransformImpl for EdgeFirstTensor {
             crate::negotiate::resolve(&self.settings.lock().unwrap(), s).map_err(|e| self.refuse(e))?;
         let (w, h) = (info.width(), info.height());
         settings.check_region(w, h).map_err(|e| self.refuse(e))?;
-        // The input's YUV matrix; BT.601 limited where the caps say nothing usable.
-        let colorimetry = Colorimetry::from_gst_str(&info.colorimetry().to_string()).unwrap_or_default();
-        // Where its chroma sits, as GStreamer's VideoInfo reads the caps: their chroma-site where
-        // they carry a colorimetry, else the size's default (mpeg2 above 576 lines).
-        let chroma_site = ChromaSite::from_gst_flags(info.chroma_site().bits());
-        let spec = ConvertSpec { chroma_site, ..settings.spec(colorimetry) };
+        let spec = settings.spec_for(&info);
         let threads = settings.n_threads as usize;
         let (output, tensor, dst) = if s.name() == "video/x-raw" {
             let out = gst_video::VideoInfo::from_caps(outcaps)

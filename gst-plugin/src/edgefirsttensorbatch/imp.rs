@@ -6,14 +6,13 @@ use crate::meta::{dtype_code, TensorInfo, TensorMeta};
 use crate::model::{self, ModelLayout, Settings};
 use crate::video::pixel_format;
 use edgefirst_tensor::convert::{ConvertSpec, Converter, DstLayout, SrcImage};
-use edgefirst_tensor::preprocess::{ChromaSite, Colorimetry, FitMode};
+use edgefirst_tensor::preprocess::{Colorimetry, FitMode};
 use edgefirst_tensor::{byte_strides, PixelFormat, PixelLayout, StrideSpec};
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
-use gst_video::prelude::*;
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 
@@ -132,16 +131,12 @@ impl EdgeFirstTensorBatch {
             let format = pixel_format(info.format())
                 .ok_or_else(|| format!("{} is not an input format", info.format().to_str()))?;
             settings.check_region(info.width(), info.height())?;
-            let colorimetry = Colorimetry::from_gst_str(&info.colorimetry().to_string()).unwrap_or_default();
             let converter = Converter::new(
                 format,
                 info.width() as usize,
                 info.height() as usize,
                 *slot,
-                &ConvertSpec {
-                    chroma_site: ChromaSite::from_gst_flags(info.chroma_site().bits()),
-                    ..settings.spec(colorimetry)
-                },
+                &settings.spec_for(&info),
                 1,
             )
             .map_err(|e| format!("{}: cannot convert {caps}: {e}", pad.name()))?;
@@ -566,25 +561,27 @@ fn set_geometry(s: &mut BatchSlot, c: &edgefirst_tensor::ContentRegion) {
 /// One frame into its slot, read in place through its GstVideoMeta planes after the checks every
 /// edgefirst element makes (planes inside the buffer, fd memories inside their objects).
 fn convert_into(src: &Source, buf: &gst::Buffer, slot: &mut [u8]) -> Result<(), String> {
-    let _layout = frame::buffer_layout(buf, &src.info, src.format)?;
-    // A filesystem type cache per call: slots convert on several threads at once.
-    frame::check_fd_memories(buf, &mut frame::FsTypes::default())?;
-    let frame = gst_video::VideoFrameRef::from_buffer_ref_readable(buf.as_ref(), &src.info)
-        .map_err(|e| format!("cannot map the input frame: {e}"))?;
-    let mut planes: [(&[u8], usize); 3] = [(&[], 0); 3];
-    for (p, plane) in planes.iter_mut().enumerate().take(src.format.num_planes()) {
-        *plane = (
-            frame.plane_data(p as u32).map_err(|e| format!("plane {p}: {e}"))?,
-            frame.plane_stride()[p] as usize,
-        );
-    }
+    let planes = read_frame(buf, &src.info, src.format)?;
     let image = SrcImage {
         format: src.format,
         width: src.info.width() as usize,
         height: src.info.height() as usize,
-        planes,
+        planes: planes.get(src.format.num_planes())?,
     };
     src.converter.convert(&image, slot).map_err(|e| format!("conversion failed: {e}"))
+}
+
+/// A source frame's planes, read in place through its GstVideoMeta after the checks every
+/// edgefirst element makes (planes inside the buffer, fd memories inside their objects).
+fn read_frame<'a>(
+    buf: &'a gst::Buffer,
+    info: &gst_video::VideoInfo,
+    format: PixelFormat,
+) -> Result<frame::Planes<'a>, String> {
+    frame::buffer_layout(buf, info, format)?;
+    // A filesystem type cache per call: slots convert on several threads at once.
+    frame::check_fd_memories(buf, &mut frame::FsTypes::default())?;
+    frame::Planes::of(None, buf.as_ref(), info)
 }
 
 /// ROI mode: each region of the frame (its GstVideoRegionOfInterestMetas, or the fixed `rois`)
@@ -628,20 +625,9 @@ fn roi_batch(
     {
         let b = outbuf.get_mut().expect("a fresh pool buffer");
         let mut map = b.map_writable().map_err(|_| "cannot map the batch buffer".to_string())?;
-        frame::buffer_layout(frame, info, format)?;
-        frame::check_fd_memories(frame, &mut frame::FsTypes::default())?;
-        let vf = gst_video::VideoFrameRef::from_buffer_ref_readable(frame.as_ref(), info)
-            .map_err(|e| format!("cannot map the input frame: {e}"))?;
-        let mut planes: [(&[u8], usize); 3] = [(&[], 0); 3];
-        for (p, plane) in planes.iter_mut().enumerate().take(format.num_planes()) {
-            *plane = (
-                vf.plane_data(p as u32).map_err(|e| format!("plane {p}: {e}"))?,
-                vf.plane_stride()[p] as usize,
-            );
-        }
-        let image = SrcImage { format, width: fw, height: fh, planes };
-        let colorimetry = Colorimetry::from_gst_str(&info.colorimetry().to_string()).unwrap_or_default();
-        let chroma_site = ChromaSite::from_gst_flags(info.chroma_site().bits());
+        let planes = read_frame(frame, info, format)?;
+        let image = SrcImage { format, width: fw, height: fh, planes: planes.get(format.num_planes())? };
+        let spec = model.spec_for(info);
         for i in 0..out.n {
             let slot = &mut map[i * slot_bytes..(i + 1) * slot_bytes];
             let mut s = BatchSlot {
@@ -651,8 +637,7 @@ fn roi_batch(
             };
             match rois.get(i) {
                 Some((id, r)) => {
-                    let spec =
-                        ConvertSpec { source_region: Some(*r), chroma_site, ..model.spec(colorimetry) };
+                    let spec = ConvertSpec { source_region: Some(*r), ..spec };
                     let conv = Converter::new(format, fw, fh, out.slot, &spec, 1)
                         .map_err(|e| format!("ROI {id}: {e}"))?;
                     conv.convert(&image, slot).map_err(|e| format!("ROI {id}: {e}"))?;
