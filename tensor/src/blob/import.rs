@@ -30,6 +30,36 @@ pub fn import_with_fds(bytes: &[u8], fds: &[OwnedFd]) -> Result<TensorDyn> {
     build(parse(bytes)?, TensorMemory::Mem, Some(fds))
 }
 
+/// The regions appended after the plane records, each `(tag, bytes)`, in order. The whole blob
+/// is validated first (as [`import`] does, without building anything), then the regions' own
+/// framing: a tag, a `u32` length, the bytes and zero padding to 8, back to back up to
+/// `total_len`. A region that overruns, a non-zero pad or a gap is refused.
+pub fn appended_regions(blob: &[u8]) -> Result<Vec<([u8; 4], &[u8])>> {
+    let p = parse(blob)?;
+    let mut out = Vec::new();
+    let mut at = p.records_end;
+    while at < blob.len() {
+        if blob.len() - at < APPENDED_HEADER_LEN {
+            return Err(malformed("appended", format!("{} bytes at {at} are not a region header", blob.len() - at)));
+        }
+        let tag: [u8; 4] = bytes(blob, at, "appended tag")?;
+        let len = u32_at(blob, at + 4, "appended len")? as usize;
+        let start = at + APPENDED_HEADER_LEN;
+        let end = start
+            .checked_add(len)
+            .filter(|&e| e <= blob.len())
+            .ok_or_else(|| malformed("appended", format!("a {len}-byte region at {at} runs past total_len")))?;
+        let next = align(end, 8);
+        if next > blob.len() {
+            return Err(malformed("appended", "a region's padding runs past total_len"));
+        }
+        zero_padding(blob, end, next, "appended")?;
+        out.push((tag, &blob[start..end]));
+        at = next;
+    }
+    Ok(out)
+}
+
 struct Header {
     planes_bytes: u64,
     storage_kind: u32,
@@ -58,6 +88,8 @@ struct Parsed<'a> {
     scales: Vec<f32>,
     zps: Vec<i32>,
     strings: [&'a str; 5],
+    /// Where the plane records end: appended regions lie between here and `total_len`.
+    records_end: usize,
     planes: Vec<Record<'a>>,
 }
 
@@ -238,7 +270,7 @@ fn parse(b: &[u8]) -> Result<Parsed<'_>> {
             format!("the records end at {at}, the region at {planes_end}"),
         ));
     }
-    Ok(Parsed { h, shape, strides, scales, zps, strings, planes })
+    Ok(Parsed { h, shape, strides, scales, zps, strings, records_end: planes_end, planes })
 }
 
 pub(super) fn quantization(

@@ -21,6 +21,9 @@ use crate::tensor::TensorDyn;
 use crate::{Error, Result};
 use std::os::fd::AsRawFd;
 
+/// Tag and length before each appended region.
+pub const APPENDED_HEADER_LEN: usize = 8;
+
 /// `magic` field value: the bytes "EFTB" read as a little-endian u32.
 pub const MAGIC: u32 = u32::from_le_bytes(*b"EFTB");
 /// `version` this build writes and reads. Appending a region does not change it.
@@ -42,7 +45,7 @@ pub const STRINGS: [&str; 5] = ["format", "color_space", "color_transfer", "colo
 
 /// Byte offsets of the header fields.
 mod import;
-pub use import::{import, import_with_fds, import_with_memory};
+pub use import::{appended_regions, import, import_with_fds, import_with_memory};
 
 pub mod header {
     pub const TOTAL_LEN: usize = 0;
@@ -159,8 +162,8 @@ fn range_name(r: ColorRange) -> &'static str {
     }
 }
 
-fn quant_fields(t: &TensorDyn) -> Result<(i32, Vec<f32>, Vec<i32>)> {
-    let (axis, scales, zps) = match &t.quantization {
+fn quant_fields(shape: &[usize], q: Option<&Quantization>) -> Result<(i32, Vec<f32>, Vec<i32>)> {
+    let (axis, scales, zps) = match q {
         None => (QUANT_NONE, Vec::new(), Vec::new()),
         Some(Quantization::PerTensor { scale, zero_point }) => {
             (QUANT_PER_TENSOR, vec![*scale], vec![*zero_point])
@@ -172,7 +175,7 @@ fn quant_fields(t: &TensorDyn) -> Result<(i32, Vec<f32>, Vec<i32>)> {
         }
     };
     // What import would refuse is refused here, so a blob this exports always imports.
-    import::quantization(&t.shape, axis, &scales, &zps)
+    import::quantization(shape, axis, &scales, &zps)
         .map_err(|e| Error::InvalidArgument(format!("the tensor's quantization cannot be carried: {e}")))?;
     Ok((axis, scales, zps))
 }
@@ -212,7 +215,7 @@ pub fn export(t: &TensorDyn, mode: TransportMode) -> Result<Vec<u8>> {
             byte_strides(&t.shape, esz, Some(&full.stride_spec())).into_iter().map(|s| s as i64).collect()
         }
     };
-    let (axis, scales, zps) = quant_fields(t)?;
+    let quant = quant_fields(&t.shape, t.quantization.as_ref())?;
     let (encoding, range) = match t.colorimetry {
         Some(c) => (encoding_name(c.space), range_name(c.range)),
         None => ("", ""),
@@ -287,31 +290,63 @@ pub fn export(t: &TensorDyn, mode: TransportMode) -> Result<Vec<u8>> {
         }
     }
 
+    let pid = if reference { std::process::id() } else { 0 };
+    let blob = write(&Parts {
+        shape: &t.shape,
+        strides: &strides,
+        quant,
+        strings,
+        storage_kind,
+        pid,
+        dtype: t.dtype,
+        access: t.access,
+        planes,
+    });
+    drop(maps);
+    blob
+}
+
+/// Everything a blob says, ready to be written.
+struct Parts<'a> {
+    shape: &'a [usize],
+    strides: &'a [i64],
+    quant: (i32, Vec<f32>, Vec<i32>),
+    strings: [&'a str; 5],
+    storage_kind: TensorMemory,
+    pid: u32,
+    dtype: DType,
+    access: CpuAccess,
+    planes: Vec<OutPlane<'a>>,
+}
+
+fn write(p: &Parts<'_>) -> Result<Vec<u8>> {
+    let (axis, scales, zps) = (&p.quant.0, &p.quant.1, &p.quant.2);
+    let (planes, strides) = (&p.planes, p.strides);
     let too_many = |what: &str, n: usize| Error::InvalidOperation(format!("{n} {what} do not fit a blob"));
-    let shape_len = u16::try_from(t.shape.len()).map_err(|_| too_many("dimensions", t.shape.len()))?;
+    let shape_len = u16::try_from(p.shape.len()).map_err(|_| too_many("dimensions", p.shape.len()))?;
     let strides_len = u16::try_from(strides.len()).map_err(|_| too_many("strides", strides.len()))?;
     let scales_len = u32::try_from(scales.len()).map_err(|_| too_many("scales", scales.len()))?;
     let zps_len = u32::try_from(zps.len()).map_err(|_| too_many("zero points", zps.len()))?;
     let plane_count = u32::try_from(planes.len()).map_err(|_| too_many("planes", planes.len()))?;
 
     let mut o = Out(Vec::with_capacity(
-        HEADER_LEN + 256 + planes.iter().map(|p| PLANE_RECORD_LEN + p.data.len() + 8).sum::<usize>(),
+        HEADER_LEN + 256 + planes.iter().map(|pl| PLANE_RECORD_LEN + pl.data.len() + 8).sum::<usize>(),
     ));
     o.put(&[0; HEADER_LEN]);
-    for &d in &t.shape {
+    for &d in p.shape {
         o.put(&(d as u64).to_le_bytes());
     }
-    for s in &strides {
+    for s in strides {
         o.put(&s.to_le_bytes());
     }
-    for s in &scales {
+    for s in scales {
         o.put(&s.to_le_bytes());
     }
-    for z in &zps {
+    for z in zps {
         o.put(&z.to_le_bytes());
     }
     let strings_start = o.0.len();
-    for s in strings {
+    for s in p.strings {
         o.put(&(s.len() as u32).to_le_bytes());
         o.put(s.as_bytes());
         o.pad(4);
@@ -319,41 +354,100 @@ pub fn export(t: &TensorDyn, mode: TransportMode) -> Result<Vec<u8>> {
     let strings_bytes = (o.0.len() - strings_start) as u32;
     o.pad(8);
     let planes_start = o.0.len();
-    for p in &planes {
-        o.put(&p.handle.to_le_bytes());
-        o.put(&p.offset.to_le_bytes());
-        o.put(&p.stride.to_le_bytes());
-        o.put(&p.size.to_le_bytes());
-        o.put(&p.size.to_le_bytes()); // used: a tensor's planes are always full
+    for pl in planes {
+        o.put(&pl.handle.to_le_bytes());
+        o.put(&pl.offset.to_le_bytes());
+        o.put(&pl.stride.to_le_bytes());
+        o.put(&pl.size.to_le_bytes());
+        o.put(&pl.size.to_le_bytes()); // used: a tensor's planes are always full
         o.put(&0u64.to_le_bytes()); // modifier: linear
         o.put(&0u32.to_le_bytes()); // handle_bytes: no storage kind has any today
-        o.put(&(p.data.len() as u32).to_le_bytes());
-        o.put(p.data);
+        o.put(&(pl.data.len() as u32).to_le_bytes());
+        o.put(pl.data);
         o.pad(8);
     }
     let planes_bytes = (o.0.len() - planes_start) as u64;
-    drop(maps);
 
     let total = o.0.len() as u64;
-    let pid = if reference { std::process::id() } else { 0 };
     o.set(header::TOTAL_LEN, &total.to_le_bytes());
     o.set(header::REQUIRED_MASK, &0u64.to_le_bytes());
     o.set(header::PLANES_BYTES, &planes_bytes.to_le_bytes());
     o.set(header::MAGIC, &MAGIC.to_le_bytes());
-    o.set(header::STORAGE_KIND, &storage_kind.code().to_le_bytes());
-    o.set(header::PID, &pid.to_le_bytes());
+    o.set(header::STORAGE_KIND, &p.storage_kind.code().to_le_bytes());
+    o.set(header::PID, &p.pid.to_le_bytes());
     o.set(header::FENCE_FD, &NO_FENCE.to_le_bytes());
-    o.set(header::DTYPE, &dtype_code(t.dtype).to_le_bytes());
+    o.set(header::DTYPE, &dtype_code(p.dtype).to_le_bytes());
     o.set(header::QUANT_AXIS, &axis.to_le_bytes());
     o.set(header::QUANT_SCALES_LEN, &scales_len.to_le_bytes());
     o.set(header::QUANT_ZERO_POINTS_LEN, &zps_len.to_le_bytes());
     o.set(header::STRINGS_BYTES, &strings_bytes.to_le_bytes());
     o.set(header::PLANE_COUNT, &plane_count.to_le_bytes());
     o.set(header::VERSION, &VERSION.to_le_bytes());
-    o.set(header::CPU_ACCESS, &cpu_access_code(t.access).to_le_bytes());
+    o.set(header::CPU_ACCESS, &cpu_access_code(p.access).to_le_bytes());
     o.set(header::SHAPE_LEN, &shape_len.to_le_bytes());
     o.set(header::STRIDES_LEN, &strides_len.to_le_bytes());
     Ok(o.0)
+}
+
+/// An inline blob of a dense C-order plain tensor straight from its bytes, for a producer whose
+/// tensor is not a [`TensorDyn`] (a GStreamer buffer, a C array): the same blob `export` writes
+/// for such a tensor inline, without first copying the bytes into one. `data` must be exactly
+/// the tensor's bytes; the declaration written is read-write.
+pub fn export_dense(
+    shape: &[usize],
+    dtype: DType,
+    quantization: Option<&Quantization>,
+    data: &[u8],
+) -> Result<Vec<u8>> {
+    let need = shape.iter().try_fold(dtype.size(), |a, &d| a.checked_mul(d));
+    if need != Some(data.len()) {
+        return Err(Error::InvalidArgument(format!(
+            "{} bytes for a {dtype} tensor of shape {shape:?}",
+            data.len()
+        )));
+    }
+    if u32::try_from(data.len()).is_err() {
+        return Err(Error::InvalidOperation(format!(
+            "an inline plane of {} bytes exceeds the 4 GiB a plane record can carry",
+            data.len()
+        )));
+    }
+    let stride = plain_row_stride(shape, dtype)
+        .ok_or_else(|| Error::InvalidOperation(format!("the row stride of shape {shape:?} overflows")))?;
+    write(&Parts {
+        shape,
+        strides: &[],
+        quant: quant_fields(shape, quantization)?,
+        strings: [""; 5],
+        storage_kind: TensorMemory::Mem,
+        pid: 0,
+        dtype,
+        access: CpuAccess::ReadWrite,
+        planes: vec![OutPlane {
+            handle: INLINE_HANDLE,
+            offset: 0,
+            stride: stride as u64,
+            size: data.len() as u64,
+            data,
+        }],
+    })
+}
+
+/// Append a tagged region to a finished blob (after the plane records, or after the regions
+/// appended before it) and update `total_len`. Readers that do not know `tag` skip it.
+pub fn append_region(blob: &mut Vec<u8>, tag: [u8; 4], bytes: &[u8]) -> Result<()> {
+    let len = u32::try_from(bytes.len())
+        .map_err(|_| Error::InvalidOperation(format!("an appended region of {} bytes", bytes.len())))?;
+    if blob.len() < HEADER_LEN || blob.len() % 8 != 0 {
+        return Err(Error::InvalidArgument(format!("{} bytes are not a finished blob", blob.len())));
+    }
+    blob.extend_from_slice(&tag);
+    blob.extend_from_slice(&len.to_le_bytes());
+    blob.extend_from_slice(bytes);
+    blob.resize(align(blob.len(), 8), 0);
+    let total = blob.len() as u64;
+    blob[header::TOTAL_LEN..header::TOTAL_LEN + 8].copy_from_slice(&total.to_le_bytes());
+    Ok(())
 }
 
 /// The planes of `t`'s own buffer, offsets from its first byte. A plain tensor's row stride is
