@@ -4,6 +4,9 @@
 //! - [`BufferPool`] (GType `GstEdgeFirstBufferPool`): 64-byte strides, GstVideoMeta, byte budget
 //! - element `edgefirsttensor` ([`EdgeFirstTensor`]): camera frames into tensors
 //! - element `edgefirsttensorbatch`: several cameras into one batch tensor
+//! - elements `edgefirsttensorsink` / `edgefirsttensorsrc`: tensors to another process (fd passing)
+//! - elements `edgefirsttensorpay` / `edgefirsttensordepay`, and with feature `zenoh`
+//!   `edgefirstzenohsink` / `edgefirstzenohsrc`: tensors to another machine
 //! - [`TensorMeta`] (API type `GstEdgeFirstTensorMetaAPI`): per-buffer tensor description
 
 use gst::glib;
@@ -38,6 +41,13 @@ fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     edgefirsttensorbatch::register(plugin)?;
     transport::edgefirsttensorsink::register(plugin)?;
     transport::edgefirsttensorsrc::register(plugin)?;
+    transport::edgefirsttensorpay::register(plugin)?;
+    transport::edgefirsttensordepay::register(plugin)?;
+    #[cfg(feature = "zenoh")]
+    {
+        transport::edgefirstzenohsink::register(plugin)?;
+        transport::edgefirstzenohsrc::register(plugin)?;
+    }
     Ok(())
 }
 

@@ -3,9 +3,23 @@
 //! its caps, timestamps and `GstEdgeFirstTensorMeta`; `edgefirsttensorsrc` connects and pushes
 //! buffers over the very same DMA-BUFs / memfds. The framing is [`wire`], documented in
 //! `docs/transport.md`.
+//!
+//! Between machines, `edgefirsttensorpay` / `edgefirsttensordepay` make each buffer one
+//! self-contained message ([`netmsg`]: an inline blob with caps and metas appended) for
+//! GStreamer's own network elements, and (feature `zenoh`) `edgefirstzenohsink` /
+//! `edgefirstzenohsrc` publish the same messages on a Zenoh key expression.
 
+pub mod edgefirsttensordepay;
+pub mod edgefirsttensorpay;
 pub mod edgefirsttensorsink;
 pub mod edgefirsttensorsrc;
+#[cfg(feature = "zenoh")]
+pub mod edgefirstzenohsink;
+#[cfg(feature = "zenoh")]
+pub mod edgefirstzenohsrc;
+pub mod netmsg;
+#[cfg(feature = "zenoh")]
+pub mod zenohcfg;
 pub mod wire;
 
 pub use edgefirsttensorsink::{EdgeFirstTensorSink, Leaky};

@@ -7,6 +7,7 @@
 //! the moment it arrives, so an error path closes it rather than leaking it.
 
 use crate::meta::{TensorInfo, MAX_DIMS, MAX_QUANT_CHANNELS};
+use gst::glib::translate::{from_glib, IntoGlib};
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -111,13 +112,13 @@ pub struct BufferMsg {
 }
 
 /// Little-endian reads that fail instead of panicking: the cursor of every decoder here.
-struct Cursor<'a> {
-    b: &'a [u8],
-    at: usize,
+pub(crate) struct Cursor<'a> {
+    pub b: &'a [u8],
+    pub at: usize,
 }
 
 impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
+    pub(crate) fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
         let end = self.at.checked_add(n).filter(|&e| e <= self.b.len()).ok_or_else(|| {
             format!("{what}: {n} bytes at {} run past the {}-byte body", self.at, self.b.len())
         })?;
@@ -128,25 +129,25 @@ impl<'a> Cursor<'a> {
     fn arr<const N: usize>(&mut self, what: &str) -> Result<[u8; N], String> {
         Ok(self.take(N, what)?.try_into().expect("N bytes"))
     }
-    fn u16(&mut self, what: &str) -> Result<u16, String> {
+    pub(crate) fn u16(&mut self, what: &str) -> Result<u16, String> {
         self.arr(what).map(u16::from_le_bytes)
     }
-    fn u32(&mut self, what: &str) -> Result<u32, String> {
+    pub(crate) fn u32(&mut self, what: &str) -> Result<u32, String> {
         self.arr(what).map(u32::from_le_bytes)
     }
-    fn i32(&mut self, what: &str) -> Result<i32, String> {
+    pub(crate) fn i32(&mut self, what: &str) -> Result<i32, String> {
         self.arr(what).map(i32::from_le_bytes)
     }
-    fn u64(&mut self, what: &str) -> Result<u64, String> {
+    pub(crate) fn u64(&mut self, what: &str) -> Result<u64, String> {
         self.arr(what).map(u64::from_le_bytes)
     }
-    fn i64(&mut self, what: &str) -> Result<i64, String> {
+    pub(crate) fn i64(&mut self, what: &str) -> Result<i64, String> {
         self.arr(what).map(i64::from_le_bytes)
     }
-    fn f32(&mut self, what: &str) -> Result<f32, String> {
+    pub(crate) fn f32(&mut self, what: &str) -> Result<f32, String> {
         self.arr(what).map(f32::from_le_bytes)
     }
-    fn f64(&mut self, what: &str) -> Result<f64, String> {
+    pub(crate) fn f64(&mut self, what: &str) -> Result<f64, String> {
         self.arr(what).map(f64::from_le_bytes)
     }
 }
@@ -176,7 +177,7 @@ pub fn encode_tensor_info(i: &TensorInfo, out: &mut Vec<u8>) {
     debug_assert_eq!(out.len() - start, TENSOR_INFO_LEN);
 }
 
-fn decode_tensor_info(c: &mut Cursor<'_>) -> Result<TensorInfo, String> {
+pub(crate) fn decode_tensor_info(c: &mut Cursor<'_>) -> Result<TensorInfo, String> {
     let mut i = TensorInfo { dtype: c.u32("dtype")?, rank: c.u32("rank")?, ..Default::default() };
     for v in &mut i.shape {
         *v = c.u64("shape")?;
@@ -215,6 +216,104 @@ fn decode_tensor_info(c: &mut Cursor<'_>) -> Result<TensorInfo, String> {
     Ok(i)
 }
 
+pub(crate) fn encode_video(v: &VideoLayout, b: &mut Vec<u8>) {
+    for x in [v.format as u32, v.width, v.height, v.n_planes] {
+        b.extend_from_slice(&x.to_le_bytes());
+    }
+    v.offsets.iter().for_each(|x| b.extend_from_slice(&x.to_le_bytes()));
+    v.strides.iter().for_each(|x| b.extend_from_slice(&x.to_le_bytes()));
+}
+
+pub(crate) fn decode_video(c: &mut Cursor<'_>) -> Result<VideoLayout, String> {
+    let mut v = VideoLayout {
+        format: c.i32("video format")?,
+        width: c.u32("video width")?,
+        height: c.u32("video height")?,
+        n_planes: c.u32("video n_planes")?,
+        ..Default::default()
+    };
+    for o in &mut v.offsets {
+        *o = c.u64("video offsets")?;
+    }
+    for s in &mut v.strides {
+        *s = c.i32("video strides")?;
+    }
+    if v.n_planes == 0 || v.n_planes > 4 {
+        return Err(format!("video layout with {} planes", v.n_planes));
+    }
+    Ok(v)
+}
+
+/// The GstVideoMeta of `b` as it travels, if it has one.
+pub(crate) fn video_layout(b: &gst::BufferRef) -> Option<VideoLayout> {
+    let m = b.meta::<gst_video::VideoMeta>()?;
+    let mut v = VideoLayout {
+        format: m.format().into_glib(),
+        width: m.width(),
+        height: m.height(),
+        n_planes: m.n_planes().min(4),
+        ..Default::default()
+    };
+    for (i, (&o, &s)) in m.offset().iter().zip(m.stride()).take(4).enumerate() {
+        v.offsets[i] = o as u64;
+        v.strides[i] = s;
+    }
+    Some(v)
+}
+
+/// A GstVideoMeta whose every plane lies inside the buffer: downstream elements read planes
+/// where it says, so one that points outside would be a read past the end there.
+pub(crate) fn add_video_meta(b: &mut gst::BufferRef, v: &VideoLayout) -> Result<(), String> {
+    let format: gst_video::VideoFormat = unsafe { from_glib(v.format) };
+    if matches!(
+        format,
+        gst_video::VideoFormat::Unknown
+            | gst_video::VideoFormat::Encoded
+            | gst_video::VideoFormat::__Unknown(_)
+    ) {
+        return Err(format!("video meta format {} is not a raw format", v.format));
+    }
+    let finfo = gst_video::VideoFormatInfo::from_format(format);
+    if v.n_planes != finfo.n_planes() || v.width == 0 || v.height == 0 {
+        return Err(format!(
+            "video meta: {} planes of {}x{} for {}",
+            v.n_planes,
+            v.width,
+            v.height,
+            format.to_str()
+        ));
+    }
+    let n = v.n_planes as usize;
+    let size = b.size() as u64;
+    for p in 0..n {
+        let comp = finfo.plane().iter().position(|&pl| pl as usize == p).unwrap_or(0);
+        let rows = u64::from(finfo.scale_height(comp as u8, v.height));
+        let stride = v.strides[p];
+        if stride <= 0 {
+            return Err(format!("video meta plane {p} stride {stride}"));
+        }
+        let end = (stride as u64).checked_mul(rows).and_then(|x| x.checked_add(v.offsets[p]));
+        if end.is_none_or(|e| e > size) {
+            return Err(format!(
+                "video meta plane {p} (offset {}, stride {stride}) runs past the {size}-byte buffer",
+                v.offsets[p]
+            ));
+        }
+    }
+    let offsets: Vec<usize> = v.offsets[..n].iter().map(|&o| o as usize).collect();
+    gst_video::VideoMeta::add_full(
+        b,
+        gst_video::VideoFrameFlags::empty(),
+        format,
+        v.width,
+        v.height,
+        &offsets,
+        &v.strides[..n],
+    )
+    .map_err(|e| format!("video meta: {e}"))?;
+    Ok(())
+}
+
 impl BufferMsg {
     /// Fds the message carries: the sum of its memories' claims.
     pub fn fd_count(&self) -> usize {
@@ -242,11 +341,7 @@ impl BufferMsg {
             encode_tensor_info(i, &mut b);
         }
         if let Some(v) = &self.video {
-            for x in [v.format as u32, v.width, v.height, v.n_planes] {
-                b.extend_from_slice(&x.to_le_bytes());
-            }
-            v.offsets.iter().for_each(|x| b.extend_from_slice(&x.to_le_bytes()));
-            v.strides.iter().for_each(|x| b.extend_from_slice(&x.to_le_bytes()));
+            encode_video(v, &mut b);
         }
         for m in &self.memories {
             b.extend_from_slice(&m.fds.to_le_bytes());
@@ -280,25 +375,7 @@ impl BufferMsg {
         };
         let video = match video_len {
             0 => None,
-            VIDEO_LEN => {
-                let mut v = VideoLayout {
-                    format: c.i32("video format")?,
-                    width: c.u32("video width")?,
-                    height: c.u32("video height")?,
-                    n_planes: c.u32("video n_planes")?,
-                    ..Default::default()
-                };
-                for o in &mut v.offsets {
-                    *o = c.u64("video offsets")?;
-                }
-                for s in &mut v.strides {
-                    *s = c.i32("video strides")?;
-                }
-                if v.n_planes == 0 || v.n_planes > 4 {
-                    return Err(format!("video layout with {} planes", v.n_planes));
-                }
-                Some(v)
-            }
+            VIDEO_LEN => Some(decode_video(&mut c)?),
             other => {
                 return Err(format!("video_len {other}: the video layout is {VIDEO_LEN} bytes or absent"))
             }

@@ -1,10 +1,9 @@
 use super::Leaky;
 use crate::meta::TensorMeta;
-use crate::transport::wire::{self, BufferMsg, MemoryRecord, Receiver, VideoLayout, CARRIED_FLAGS};
+use crate::transport::wire::{self, BufferMsg, MemoryRecord, Receiver, CARRIED_FLAGS};
 use edgefirst_tensor::blob::{self, TransportMode};
 use edgefirst_tensor::{CpuAccess, DType, TensorDyn};
 use gst::glib;
-use gst::glib::translate::IntoGlib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_base::prelude::*;
@@ -529,20 +528,7 @@ impl EdgeFirstTensorSink {
             tensors.push(t);
         }
         let time = |t: Option<gst::ClockTime>| t.map_or(wire::NO_TIME, |t| t.nseconds());
-        let video = buffer.meta::<gst_video::VideoMeta>().map(|m| {
-            let mut v = VideoLayout {
-                format: m.format().into_glib(),
-                width: m.width(),
-                height: m.height(),
-                n_planes: m.n_planes().min(4),
-                ..Default::default()
-            };
-            for (i, (&o, &s)) in m.offset().iter().zip(m.stride()).take(4).enumerate() {
-                v.offsets[i] = o as u64;
-                v.strides[i] = s;
-            }
-            v
-        });
+        let video = wire::video_layout(buffer);
         let msg = BufferMsg {
             id,
             pts: time(buffer.pts()),

@@ -1,8 +1,8 @@
 use crate::meta::TensorMeta;
-use crate::transport::wire::{self, BufferMsg, Frame, Receiver, VideoLayout, CARRIED_FLAGS};
+use crate::transport::wire::{self, BufferMsg, Frame, Receiver, CARRIED_FLAGS};
 use edgefirst_tensor::{blob, TensorMemory};
 use gst::glib;
-use gst::glib::translate::{from_glib, IntoGlib};
+use gst::glib::translate::IntoGlib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_allocators::prelude::*;
@@ -396,63 +396,10 @@ impl EdgeFirstTensorSrc {
             TensorMeta::add(b, &info);
         }
         if let Some(v) = msg.video {
-            add_video_meta(b, &v)?;
+            wire::add_video_meta(b, &v)?;
         }
         Ok(buf)
     }
-}
-
-/// A GstVideoMeta whose every plane lies inside the buffer: downstream elements read planes
-/// where it says, so one that points outside would be a read past the end there.
-fn add_video_meta(b: &mut gst::BufferRef, v: &VideoLayout) -> Result<(), String> {
-    let format: gst_video::VideoFormat = unsafe { from_glib(v.format) };
-    if matches!(
-        format,
-        gst_video::VideoFormat::Unknown
-            | gst_video::VideoFormat::Encoded
-            | gst_video::VideoFormat::__Unknown(_)
-    ) {
-        return Err(format!("video meta format {} is not a raw format", v.format));
-    }
-    let finfo = gst_video::VideoFormatInfo::from_format(format);
-    if v.n_planes != finfo.n_planes() || v.width == 0 || v.height == 0 {
-        return Err(format!(
-            "video meta: {} planes of {}x{} for {}",
-            v.n_planes,
-            v.width,
-            v.height,
-            format.to_str()
-        ));
-    }
-    let n = v.n_planes as usize;
-    let size = b.size() as u64;
-    for p in 0..n {
-        let comp = finfo.plane().iter().position(|&pl| pl as usize == p).unwrap_or(0);
-        let rows = u64::from(finfo.scale_height(comp as u8, v.height));
-        let stride = v.strides[p];
-        if stride <= 0 {
-            return Err(format!("video meta plane {p} stride {stride}"));
-        }
-        let end = (stride as u64).checked_mul(rows).and_then(|x| x.checked_add(v.offsets[p]));
-        if end.is_none_or(|e| e > size) {
-            return Err(format!(
-                "video meta plane {p} (offset {}, stride {stride}) runs past the {size}-byte buffer",
-                v.offsets[p]
-            ));
-        }
-    }
-    let offsets: Vec<usize> = v.offsets[..n].iter().map(|&o| o as usize).collect();
-    gst_video::VideoMeta::add_full(
-        b,
-        gst_video::VideoFrameFlags::empty(),
-        format,
-        v.width,
-        v.height,
-        &offsets,
-        &v.strides[..n],
-    )
-    .map_err(|e| format!("video meta: {e}"))?;
-    Ok(())
 }
 
 impl BaseSrcImpl for EdgeFirstTensorSrc {
