@@ -590,6 +590,66 @@ fn every_level_gives_the_same_bytes() {
     assert!(levels.len() == 1 || compared >= 15 * 2 * (11 + 4 * 3) * 2 * (levels.len() - 1));
 }
 
+/// The multi-tap filters' vector blocks (the horizontal pass: 16 outputs a block with AVX-512, 8
+/// with AVX2 and NEON) on frames wide enough to take them, at 1.5× to 6.5× downscales (one to
+/// four 16-byte pieces per half block, 64- and 128-byte windows), an upscale, a source region that
+/// starts mid-chroma-sample and cosited chroma: every level gives the baseline's bytes, and the
+/// vector levels' kernels did the horizontal pass where a plan applies.
+#[test]
+fn multi_tap_blocks_give_the_baseline_bytes() {
+    use edgefirst_tensor::preprocess::ChromaSite;
+    let levels = levels();
+    assert_vector_levels_tested(&levels);
+    let cases = [
+        (480, 270, 160, 160, FitMode::Letterbox, None),
+        (301, 211, 97, 61, FitMode::Stretch, None),
+        (200, 150, 133, 100, FitMode::Stretch, None),
+        (650, 364, 100, 56, FitMode::Stretch, None),
+        (100, 80, 230, 170, FitMode::Stretch, None),
+        (320, 240, 96, 96, FitMode::CenterCrop, Some(Region::new(3, 5, 301, 221))),
+    ];
+    for (i, format) in formats().enumerate() {
+        for (j, &(w, h, dw, dh, fit, region)) in cases.iter().enumerate() {
+            let frame = Frame::random(format, w, h, 900 + (i * 10 + j) as u64);
+            for interpolation in MULTI_TAP {
+                let site = if j % 2 == 1 { ChromaSite::COSITED } else { ChromaSite::CENTRED };
+                let spec = ConvertSpec {
+                    fit,
+                    interpolation,
+                    source_region: region,
+                    chroma_site: site,
+                    ..Default::default()
+                };
+                let dst = DstLayout::dense(dw, dh, Colorspace::Rgb, false, DType::U8);
+                let mut conv = Converter::new(format, w, h, dst, &spec, 1).unwrap();
+                let mut first = None;
+                for &level in &levels {
+                    conv.set_simd(level);
+                    let before = conv.kernel_counts().sampled;
+                    let mut out = vec![0xeeu8; dst.bytes()];
+                    conv.convert(&frame.image(), &mut out).unwrap();
+                    let sampled = conv.kernel_counts().sampled - before;
+                    let what =
+                        format!("{interpolation:?} {format:?} {w}x{h} -> {dw}x{dh} {fit:?} at {level:?}");
+                    match &first {
+                        None => first = Some(out),
+                        Some(want) => {
+                            let at = out.iter().zip(want).position(|(a, b)| a != b);
+                            assert!(at.is_none(), "{what}: byte {at:?} differs from the baseline's");
+                        }
+                    }
+                    if level == Simd::Baseline {
+                        assert_eq!(sampled, 0, "{what}");
+                    } else if j == 0 && interpolation == Interpolation::Area {
+                        // 3× with three or four taps: every component's plan fits its windows.
+                        assert!(sampled > 0, "{what}: no vector block ran");
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Float outputs store +0.0 for a zero, never -0.0 (a model or a checksum can tell them apart):
 /// black frames (all-zero bytes, and YUV's black, which the matrix and the clamp bring to zero),
 /// a zero mean, a negative std, black padding, at every level.

@@ -12,7 +12,7 @@ use super::finish::{
     channels, clamp_ps, fill_blocks, gray, put, round_even_small, FinishValues, Out, SendPtr, CS_BGR,
     CS_GRAY, CS_RGBA, RAW8, RGB, YUV,
 };
-use super::plan::{Comp, MultiTap, PIL_SHIFT};
+use super::plan::{Comp, MultiTap, PIL_HALF, PIL_SHIFT};
 use crate::dtype::{f16, DType};
 use std::ops::Range;
 
@@ -311,8 +311,15 @@ pub(super) struct Ring {
 /// source row the vertical taps read is filtered horizontally once into the component's ring
 /// (straight from the frame's bytes), then the ring's rows are blended. Horizontal first, as PIL
 /// and OpenCV do: PIL rounds and clamps that pass to bytes (`round_between`), which only this
-/// order can repeat.
+/// order can repeat. `vector(g, row, rows)` is the level's horizontal kernel for the group `g`
+/// (`plan::TapGroup`): it writes the first outputs of each member's filtered row (`rows[j]` for
+/// member `j`, each holding the content width) and says how many; the loops here do the rest.
+/// `vertical(rows, taps, out)` likewise blends the first outputs of `out` from the filtered rows
+/// `rows` (each the content width), in the order of the loops here: for the OpenCV presets
+/// `w0 · r0`, then `+ wj · rj` per tap, each product and sum rounded (no FMA); PIL's in i32.
+/// Returns the outputs the horizontal vector kernel made, over every component.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub(super) fn multitap_row(
     m: &MultiTap,
     comps: &[Comp],
@@ -320,72 +327,120 @@ pub(super) fn multitap_row(
     cy: usize,
     ring: &mut Ring,
     out: &mut [Vec<f32>; 4],
-) {
+    mut vector: impl FnMut(usize, &[u8], [*mut f32; 4]) -> usize,
+    mut vertical: impl FnMut(&[*const f32], VTaps<'_>, &mut [f32]) -> usize,
+) -> u64 {
     let Ring { rows: ring, tags: ring_rows, acc } = ring;
-    for (k, comp) in comps.iter().enumerate() {
-        let axis = usize::from(comp.chroma);
+    let mut made = 0;
+    for (gi, g) in m.groups.iter().enumerate() {
+        let lead = comps[g.members[0]];
+        let axis = usize::from(lead.chroma);
         let (cols, rows) = (&m.cols[axis], &m.rows[axis]);
         let (kv, kh, n) = (rows.taps, cols.taps, cols.first.len());
         let first = rows.first[cy] as usize;
-        let (bytes, stride) = planes[comp.plane];
+        let (bytes, stride) = planes[lead.plane];
         for r in first..first + kv {
             let slot = r % kv;
-            if ring_rows[k][slot] == r {
+            if ring_rows[g.members[0]][slot] == r {
                 continue;
             }
-            ring_rows[k][slot] = r;
-            let row = &bytes[r * stride..];
-            let filtered = &mut ring[k][slot * n..][..n];
-            let at = |base: u32, j: usize| row[base as usize + comp.step * j];
-            if m.round_between {
-                for ((o, &base), w) in filtered.iter_mut().zip(&m.base[k]).zip(cols.wi.chunks_exact(kh)) {
-                    let mut acc = PIL_HALF;
-                    for j in 0..kh {
-                        acc += w[j] * at(base, j) as i32;
+            let row = &bytes[r * stride..][..m.row_len[lead.plane]];
+            let mut targets = [std::ptr::null_mut(); 4];
+            for (t, &k) in targets.iter_mut().zip(&g.members) {
+                ring_rows[k][slot] = r;
+                *t = ring[k][slot * n..][..n].as_mut_ptr();
+            }
+            let done = vector(gi, row, targets).min(n);
+            made += (done * g.members.len()) as u64;
+            for &k in &g.members {
+                let comp = comps[k];
+                let filtered = &mut ring[k][slot * n..][..n];
+                let at = |base: u32, j: usize| row[base as usize + comp.step * j];
+                let bases = m.base[k][done..].iter();
+                if m.round_between {
+                    let weights = cols.wi[done * kh..].chunks_exact(kh);
+                    for ((o, &base), w) in filtered[done..].iter_mut().zip(bases).zip(weights) {
+                        let mut acc = PIL_HALF;
+                        for j in 0..kh {
+                            acc += w[j] * at(base, j) as i32;
+                        }
+                        *o = (acc >> PIL_SHIFT).clamp(0, 255) as f32;
                     }
-                    *o = (acc >> PIL_SHIFT).clamp(0, 255) as f32;
-                }
-            } else {
-                for ((o, &base), w) in filtered.iter_mut().zip(&m.base[k]).zip(cols.w.chunks_exact(kh)) {
-                    let mut acc = w[0] * at(base, 0) as f32;
-                    for j in 1..kh {
-                        acc += w[j] * at(base, j) as f32;
+                } else {
+                    let weights = cols.w[done * kh..].chunks_exact(kh);
+                    for ((o, &base), w) in filtered[done..].iter_mut().zip(bases).zip(weights) {
+                        let mut acc = w[0] * at(base, 0) as f32;
+                        for j in 1..kh {
+                            acc += w[j] * at(base, j) as f32;
+                        }
+                        *o = acc;
                     }
-                    *o = acc;
                 }
             }
         }
+    }
+    for (k, comp) in comps.iter().enumerate() {
+        let axis = usize::from(comp.chroma);
+        let rows = &m.rows[axis];
+        let (kv, n) = (rows.taps, m.cols[axis].first.len());
+        let first = rows.first[cy] as usize;
         let o = &mut out[k][..n];
+        let ring = &ring[k];
+        let mut rows_at = [std::ptr::null(); VTAPS];
+        let done = match kv <= VTAPS {
+            true => {
+                for (j, at) in rows_at.iter_mut().enumerate().take(kv) {
+                    *at = ring[((first + j) % kv) * n..][..n].as_ptr();
+                }
+                let taps = match m.round_between {
+                    true => VTaps::Pil(&rows.wi[cy * kv..][..kv]),
+                    false => VTaps::Float(&rows.w[cy * kv..][..kv]),
+                };
+                vertical(&rows_at[..kv], taps, o).min(n)
+            }
+            false => 0,
+        };
         if m.round_between {
             // Row by row into the integer sums (contiguous, vectorized), then the shift.
-            let acc = &mut acc[..n];
+            let acc = &mut acc[done..n];
             acc.fill(PIL_HALF);
             for (j, &w) in rows.wi[cy * kv..][..kv].iter().enumerate() {
-                let filtered = &ring[k][((first + j) % kv) * n..][..n];
+                let filtered = &ring[((first + j) % kv) * n + done..][..n - done];
                 for (a, &v) in acc.iter_mut().zip(filtered) {
-                    *a += w * v as i32;
+                    // A byte the horizontal pass made: the unchecked conversion is exact and one
+                    // vector instruction, where `as` tested each value for NaN and range in
+                    // scalar code (1080p NV12 → 640, 7 taps: 1.65 → 0.6 ms).
+                    debug_assert!((0.0..=255.0).contains(&v));
+                    *a += w * unsafe { v.to_int_unchecked::<i32>() };
                 }
             }
-            for (o, &a) in o.iter_mut().zip(acc.iter()) {
+            for (o, &a) in o[done..].iter_mut().zip(acc.iter()) {
                 *o = (a >> PIL_SHIFT).clamp(0, 255) as f32;
             }
             continue;
         }
-        let wv = &rows.w[cy * kv..][..kv];
-        for (j, &w) in wv.iter().enumerate() {
-            let filtered = &ring[k][((first + j) % kv) * n..][..n];
+        for (j, &w) in rows.w[cy * kv..][..kv].iter().enumerate() {
+            let filtered = &ring[((first + j) % kv) * n + done..][..n - done];
             if j == 0 {
-                for (o, &v) in o.iter_mut().zip(filtered) {
+                for (o, &v) in o[done..].iter_mut().zip(filtered) {
                     *o = w * v;
                 }
             } else {
-                for (o, &v) in o.iter_mut().zip(filtered) {
+                for (o, &v) in o[done..].iter_mut().zip(filtered) {
                     *o += w * v;
                 }
             }
         }
     }
+    made
 }
 
-/// Half of PIL's fixed-point unit (see `plan::PIL_STEPS`): its rounding.
-const PIL_HALF: i32 = 1 << (PIL_SHIFT - 1);
+/// The most taps the level's vertical kernels take (more go row by row here).
+const VTAPS: usize = 64;
+
+/// One output row's vertical weights: the OpenCV presets' floats or PIL's 2^-22ths.
+#[derive(Clone, Copy)]
+pub(super) enum VTaps<'a> {
+    Float(&'a [f32]),
+    Pil(&'a [i32]),
+}

@@ -11,10 +11,11 @@
 use super::avx2;
 #[cfg(target_arch = "x86_64")]
 use super::avx512;
-use super::baseline;
+use super::baseline::{self, VTaps};
 use super::finish::{SendPtr, BLOCK, PATTERN};
 #[cfg(target_arch = "aarch64")]
 use super::neon;
+use super::plan::MultiTap;
 use super::{Converter, Scratch, Simd, SrcImage};
 use std::ops::Range;
 
@@ -162,8 +163,21 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         let cy = y - rect.y;
         prefetch_ahead(c, src, cy);
         if let Some(m) = &c.multi {
-            // The multi-tap filters: the baseline loops at every level (see `KernelCounts`).
-            baseline::multitap_row(m, &c.comps, &src.planes, cy, &mut s.ring, &mut s.comps);
+            // The multi-tap filters: the horizontal pass by the level's blocks, the vertical by
+            // the baseline loops (contiguous rows, vectorized at the driver's width).
+            let vector = |g: usize, row: &[u8], out: [*mut f32; 4]| multitap_horizontal(c, m, g, row, out);
+            let vertical =
+                |rows: &[*const f32], taps: VTaps<'_>, out: &mut [f32]| multitap_vertical(c, rows, taps, out);
+            s.counts.sampled += baseline::multitap_row(
+                m,
+                &c.comps,
+                &src.planes,
+                cy,
+                &mut s.ring,
+                &mut s.comps,
+                vector,
+                vertical,
+            );
         } else {
             // Per plane, one of two orders. With AVX2, where the taps are dense (shuffle plan) or
             // sparse (a quarter of the window or less), they are read straight from the two source
@@ -293,6 +307,48 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         pad(c, dst, y, 1, 0, rect.x);
         pad(c, dst, y, 1, rect.x + rect.width, c.dst.width - rect.x - rect.width);
     }
+}
+
+/// A multi-tap filter's horizontal pass over source row `row` for group `g` into its members'
+/// rows `out`: the outputs the level's blocks make (the widest plan the level has), 0 where none
+/// applies.
+#[inline(always)]
+fn multitap_horizontal(c: &Converter, m: &MultiTap, g: usize, row: &[u8], out: [*mut f32; 4]) -> usize {
+    let g = &m.groups[g];
+    let pil = m.round_between;
+    // `multitap_row` gives each member's row at the content width, which `done` never passes.
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(plan) = g.b16.as_ref().filter(|p| c.avx512() && p.reach <= row.len()) {
+            return unsafe { avx512::multitap(row, plan, pil, out) };
+        }
+        if let Some(plan) = g.b8.as_ref().filter(|p| c.avx2() && p.reach <= row.len()) {
+            return unsafe { avx2::multitap(row, plan, pil, out) };
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    if let Some(plan) = g.b8.as_ref().filter(|p| c.neon() && p.reach <= row.len()) {
+        return unsafe { neon::multitap(row, plan, pil, out) };
+    }
+    let _ = (c, row, out, pil, g);
+    0
+}
+
+/// A multi-tap filter's vertical pass into the first outputs of `out` (see `multitap_row`): the
+/// outputs the level's kernel makes, 0 at the baseline.
+#[inline(always)]
+fn multitap_vertical(c: &Converter, rows: &[*const f32], taps: VTaps<'_>, out: &mut [f32]) -> usize {
+    // `multitap_row` gives rows of the content width, as long as `out`.
+    #[cfg(target_arch = "x86_64")]
+    if c.avx2() {
+        return unsafe { avx2::multitap_vertical(rows, taps, out) };
+    }
+    #[cfg(target_arch = "aarch64")]
+    if c.neon() {
+        return unsafe { neon::multitap_vertical(rows, taps, out) };
+    }
+    let _ = (c, rows, taps, out);
+    0
 }
 
 /// `out[x] = row[i0[x]] + w[x] * (row[i1[x]] - row[i0[x]])`: by AVX2 gathers where the level has

@@ -406,14 +406,11 @@ impl Converter {
                         )));
                     }
                 }
-                let base = comps
-                    .iter()
-                    .map(|comp| {
-                        let cols = if comp.chroma { &cc } else { &cl };
-                        cols.first.iter().map(|&s| (comp.offset + comp.step * s as usize) as u32).collect()
-                    })
-                    .collect();
-                Some(MultiTap { cols: [cl, cc], rows: [rl, rc], base, round_between: filter.round_between })
+                let row_len: [usize; 3] = std::array::from_fn(|p| match p < format.num_planes() {
+                    true => format.plane_sampling(p, 1).row_bytes(src_w),
+                    false => 0,
+                });
+                Some(MultiTap::new([cl, cc], [rl, rc], &comps, row_len, filter.round_between))
             }
             None => None,
         };

@@ -9,6 +9,12 @@ use crate::preprocess::Interpolation;
 use crate::{Error, Result};
 use std::ops::Range;
 
+mod taps;
+use taps::tap_groups;
+pub(super) use taps::TapGroup;
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_imports))]
+pub(super) use taps::{Blocks, PIL_HALF, PIL_SPLIT, TAP_UNIT};
+
 /// One colour component of the source: which plane, where in a granule, and its resolution.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Comp {
@@ -572,6 +578,32 @@ pub(super) struct MultiTap {
     /// Per component: the byte of each output's first tap in a source row.
     pub(super) base: Vec<Vec<u32>>,
     pub(super) round_between: bool,
+    /// The components filtered together by the horizontal pass's vector blocks.
+    pub(super) groups: Vec<TapGroup>,
+    /// Per plane, the bytes of one row (what the horizontal pass may read of a row).
+    pub(super) row_len: [usize; 3],
+}
+
+impl MultiTap {
+    /// The plan of `cols` and `rows` (luma, chroma) for `comps`, whose planes' rows hold
+    /// `row_len[plane]` bytes.
+    pub(super) fn new(
+        cols: [Taps; 2],
+        rows: [Taps; 2],
+        comps: &[Comp],
+        row_len: [usize; 3],
+        round_between: bool,
+    ) -> MultiTap {
+        let base: Vec<Vec<u32>> = comps
+            .iter()
+            .map(|comp| {
+                let c = &cols[usize::from(comp.chroma)];
+                c.first.iter().map(|&s| (comp.offset + comp.step * s as usize) as u32).collect()
+            })
+            .collect();
+        let groups = tap_groups(comps, &cols, &base, row_len, round_between);
+        MultiTap { cols, rows, base, round_between, groups, row_len }
+    }
 }
 
 /// Components of one plane at one resolution whose bytes sit within a dword of each other at
