@@ -19,11 +19,14 @@
 
 #![allow(clippy::needless_range_loop)]
 
+use super::baseline::VTaps;
 use super::finish::{
     channels, finish_dispatch, folded, order, yuv_rows, FinishValues, SendPtr, FLOAT, GRAY, GRAY_WEIGHTS,
     RAW8, RGB, YUV,
 };
-use super::plan::{group_dispatch, group_tail, Group, Shuffle, WEIGHT_UNIT};
+use super::plan::{
+    group_dispatch, group_tail, Blocks, Group, Shuffle, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT, WEIGHT_UNIT,
+};
 use std::arch::aarch64::*;
 
 /// A group's components at every content column through its `Shuffle` plan (the arithmetic of
@@ -325,4 +328,168 @@ unsafe fn values<const K: u8, const CS: u8, const OUT: u8>(
         }
     }
     ch
+}
+
+/// A multi-tap filter's horizontal pass over one source row (`row`: its bytes) for one group
+/// (`plan::TapGroup`), through the AVX2 level's blocks (`Blocks` of two lanes): per lane its
+/// window as `pieces` 16-byte registers, per tap pair one `tbl` over them and two `smlal` (four
+/// for PIL's split weights) into i32, the pairs' products summed by one `addp` at the end; the
+/// arithmetic of `avx2::multitap`, exact in i32. Returns the outputs each member has from the
+/// blocks.
+///
+/// # Safety
+/// `out` holds the group's members' rows (null past them), each `plan.done` writable values.
+pub(super) unsafe fn multitap(row: &[u8], plan: &Blocks, pil: bool, out: [*mut f32; 4]) -> usize {
+    assert!(plan.reach <= row.len(), "loads stay inside the row");
+    let members = out.iter().take_while(|p| !p.is_null()).count();
+    macro_rules! by_pieces {
+        ($pil:expr, $m:expr) => {
+            match plan.pieces {
+                1 => unsafe { multitap_blocks::<1, $pil, $m>(row, plan, out) },
+                2 => unsafe { multitap_blocks::<2, $pil, $m>(row, plan, out) },
+                3 => unsafe { multitap_blocks::<3, $pil, $m>(row, plan, out) },
+                _ => unsafe { multitap_blocks::<4, $pil, $m>(row, plan, out) },
+            }
+        };
+    }
+    match (pil, members) {
+        (true, 1) => by_pieces!(true, 1),
+        (true, 2) => by_pieces!(true, 2),
+        (true, 3) => by_pieces!(true, 3),
+        (true, _) => by_pieces!(true, 4),
+        (false, 1) => by_pieces!(false, 1),
+        (false, 2) => by_pieces!(false, 2),
+        (false, 3) => by_pieces!(false, 3),
+        (false, _) => by_pieces!(false, 4),
+    }
+}
+
+/// `tbl` over the first `L` registers of `t`.
+#[inline(always)]
+unsafe fn lookup<const L: usize>(t: &[uint8x16_t; 4], idx: uint8x16_t) -> uint8x16_t {
+    unsafe {
+        match L {
+            1 => vqtbl1q_u8(t[0], idx),
+            2 => vqtbl2q_u8(uint8x16x2_t(t[0], t[1]), idx),
+            3 => vqtbl3q_u8(uint8x16x3_t(t[0], t[1], t[2]), idx),
+            _ => vqtbl4q_u8(uint8x16x4_t(t[0], t[1], t[2], t[3]), idx),
+        }
+    }
+}
+
+/// One loop per window size `L`, weights (`PIL`) and member count `M` (its lanes' stores).
+/// Not inlined, as `sample_blocks`.
+#[inline(never)]
+unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize>(
+    row: &[u8],
+    plan: &Blocks,
+    out: [*mut f32; 4],
+) -> usize {
+    assert!(plan.pieces == L && (1..=4).contains(&L));
+    let pairs = plan.pairs;
+    let blocks = plan.targets.len().min(plan.lane_bases.len());
+    assert!(plan.tbl.len() >= blocks * pairs && plan.hi.len() >= blocks * pairs * 8);
+    assert!(!PIL || plan.lo.len() >= blocks * pairs * 8);
+    unsafe {
+        let zero = vdupq_n_s32(0);
+        let (unit, half, top) = (vdupq_n_f32(TAP_UNIT), vdupq_n_s32(PIL_HALF), vdupq_n_s32(255));
+        let (hi, lo, controls) = (plan.hi.as_ptr(), plan.lo.as_ptr(), plan.tbl.as_ptr() as *const u8);
+        for b in 0..blocks {
+            let starts = *plan.lane_bases.get_unchecked(b);
+            for l in 0..2 {
+                let at = row.as_ptr().add(starts[l] as usize);
+                let mut t = [vdupq_n_u8(0); 4];
+                for q in 0..L {
+                    t[q] = vld1q_u8(at.add(16 * q));
+                }
+                let (mut h0, mut h1, mut l0, mut l1) = (zero, zero, zero, zero);
+                for p in 0..pairs {
+                    let k = b * pairs + p;
+                    // Taps as (a, b) i16 pairs of four outputs; the weights' pairs likewise.
+                    let v = vreinterpretq_s16_u8(lookup::<L>(&t, vld1q_u8(controls.add(32 * k + 16 * l))));
+                    let wh = vld1q_s16(hi.add(8 * k + 4 * l) as *const i16);
+                    h0 = vmlal_s16(h0, vget_low_s16(v), vget_low_s16(wh));
+                    h1 = vmlal_high_s16(h1, v, wh);
+                    if PIL {
+                        let wl = vld1q_s16(lo.add(8 * k + 4 * l) as *const i16);
+                        l0 = vmlal_s16(l0, vget_low_s16(v), vget_low_s16(wl));
+                        l1 = vmlal_high_s16(l1, v, wl);
+                    }
+                }
+                let sh = vpaddq_s32(h0, h1);
+                let v = if PIL {
+                    let s = vaddq_s32(
+                        vaddq_s32(vshlq_n_s32::<{ PIL_SPLIT as i32 }>(sh), vpaddq_s32(l0, l1)),
+                        half,
+                    );
+                    let s = vshrq_n_s32::<{ PIL_SHIFT as i32 }>(s);
+                    vcvtq_f32_s32(vminq_s32(vmaxq_s32(s, zero), top))
+                } else {
+                    vmulq_f32(vcvtq_f32_s32(sh), unit)
+                };
+                // The lanes of `Blocks::new`, as `avx2::multitap` stores them.
+                match M {
+                    1 => vst1q_f32(out[0].add(8 * b + 4 * l), v),
+                    2 => vst1q_f32(out[l].add(4 * b), v),
+                    _ => {
+                        let m = 2 * (b % 2) + l;
+                        if m < M {
+                            vst1q_f32(out[m].add(4 * (b / 2)), v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    plan.done
+}
+
+/// A multi-tap filter's vertical pass (the arithmetic of `avx2::multitap_vertical`, sixteen
+/// outputs at a time, the sums in registers over every tap; separate multiply and add, never
+/// `fmla`). Returns the outputs it wrote.
+///
+/// # Safety
+/// Every row pointer is readable for `out.len()` values.
+pub(super) unsafe fn multitap_vertical(rows: &[*const f32], taps: VTaps<'_>, out: &mut [f32]) -> usize {
+    let n = out.len() / 16 * 16;
+    let o = out.as_mut_ptr();
+    unsafe {
+        match taps {
+            VTaps::Float(w) => {
+                let rows = &rows[..w.len().min(rows.len())];
+                for x in (0..n).step_by(16) {
+                    let w0 = vdupq_n_f32(w[0]);
+                    let mut a: [float32x4_t; 4] =
+                        std::array::from_fn(|i| vmulq_f32(w0, vld1q_f32(rows[0].add(x + 4 * i))));
+                    for (&r, &wj) in rows.iter().zip(w).skip(1) {
+                        let wj = vdupq_n_f32(wj);
+                        for (i, a) in a.iter_mut().enumerate() {
+                            *a = vaddq_f32(*a, vmulq_f32(wj, vld1q_f32(r.add(x + 4 * i))));
+                        }
+                    }
+                    for (i, a) in a.iter().enumerate() {
+                        vst1q_f32(o.add(x + 4 * i), *a);
+                    }
+                }
+            }
+            VTaps::Pil(w) => {
+                let (zero, top) = (vdupq_n_s32(0), vdupq_n_s32(255));
+                for x in (0..n).step_by(16) {
+                    let mut a = [vdupq_n_s32(PIL_HALF); 4];
+                    for (&r, &wj) in rows.iter().zip(w) {
+                        let wj = vdupq_n_s32(wj);
+                        for (i, a) in a.iter_mut().enumerate() {
+                            // Bytes (the horizontal pass's): exact as integers.
+                            *a = vmlaq_s32(*a, wj, vcvtq_s32_f32(vld1q_f32(r.add(x + 4 * i))));
+                        }
+                    }
+                    for (i, a) in a.iter().enumerate() {
+                        let s = vshrq_n_s32::<{ PIL_SHIFT as i32 }>(*a);
+                        vst1q_f32(o.add(x + 4 * i), vcvtq_f32_s32(vminq_s32(vmaxq_s32(s, zero), top)));
+                    }
+                }
+            }
+        }
+    }
+    n
 }

@@ -36,6 +36,7 @@ pub(in crate::convert) struct TapGroup {
     /// Component indices, lowest byte offset first.
     pub(in crate::convert) members: Vec<usize>,
     /// The vector blocks, 16 dwords (AVX-512) and 8 (AVX2, NEON), where the taps fit.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) b16: Option<Blocks>,
     pub(in crate::convert) b8: Option<Blocks>,
 }
