@@ -18,9 +18,9 @@ pub mod edgefirstzenohsink;
 #[cfg(feature = "zenoh")]
 pub mod edgefirstzenohsrc;
 pub mod netmsg;
+pub mod wire;
 #[cfg(feature = "zenoh")]
 pub mod zenohcfg;
-pub mod wire;
 
 pub use edgefirsttensorsink::{EdgeFirstTensorSink, Leaky};
 pub use edgefirsttensorsrc::EdgeFirstTensorSrc;

@@ -109,8 +109,9 @@ pub fn encode(buffer: &gst::BufferRef, caps: &gst::CapsRef) -> Result<Vec<u8>, S
             let bytes = dense_bytes(&map, &info, dtype)?;
             // The blob's own quantization says what a non-GStreamer reader needs; per-channel
             // tables travel in the meta only (the meta does not name their axis).
-            let q = (info.quant_channels == 1 && info.quant_scales[0].is_finite() && info.quant_scales[0] > 0.0)
-                .then(|| Quantization::per_tensor(info.quant_scales[0], info.quant_zero_points[0]));
+            let q =
+                (info.quant_channels == 1 && info.quant_scales[0].is_finite() && info.quant_scales[0] > 0.0)
+                    .then(|| Quantization::per_tensor(info.quant_scales[0], info.quant_zero_points[0]));
             let blob = blob::export_dense(&shape, dtype, q.as_ref(), &bytes).map_err(|e| e.to_string())?;
             let esz = dtype.size() as i64;
             let mut acc = esz;
@@ -253,7 +254,8 @@ pub fn decode(msg: &[u8], fdmem: &gst_allocators::FdAllocator) -> Result<Decoded
     let mut buf = gst::Buffer::new();
     let b = buf.get_mut().expect("new buffer");
     if size > 0 {
-        let fd = t.fd().ok_or("the import has no fd")?.as_fd().try_clone_to_owned().map_err(|e| e.to_string())?;
+        let fd =
+            t.fd().ok_or("the import has no fd")?.as_fd().try_clone_to_owned().map_err(|e| e.to_string())?;
         // Read access is what the import declared; the memfd itself is ours.
         debug_assert!(t.cpu_access() != CpuAccess::None);
         let end = offset.checked_add(size).ok_or("size overflows")?;

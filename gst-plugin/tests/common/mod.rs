@@ -1,6 +1,8 @@
 //! Shared set-up for the plugin's tests.
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod net;
+
 use gst::prelude::*;
 use gst_allocators::prelude::*;
 use gstedgefirst::BufferPool;

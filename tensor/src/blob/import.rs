@@ -40,15 +40,17 @@ pub fn appended_regions(blob: &[u8]) -> Result<Vec<([u8; 4], &[u8])>> {
     let mut at = p.records_end;
     while at < blob.len() {
         if blob.len() - at < APPENDED_HEADER_LEN {
-            return Err(malformed("appended", format!("{} bytes at {at} are not a region header", blob.len() - at)));
+            return Err(malformed(
+                "appended",
+                format!("{} bytes at {at} are not a region header", blob.len() - at),
+            ));
         }
         let tag: [u8; 4] = bytes(blob, at, "appended tag")?;
         let len = u32_at(blob, at + 4, "appended len")? as usize;
         let start = at + APPENDED_HEADER_LEN;
-        let end = start
-            .checked_add(len)
-            .filter(|&e| e <= blob.len())
-            .ok_or_else(|| malformed("appended", format!("a {len}-byte region at {at} runs past total_len")))?;
+        let end = start.checked_add(len).filter(|&e| e <= blob.len()).ok_or_else(|| {
+            malformed("appended", format!("a {len}-byte region at {at} runs past total_len"))
+        })?;
         let next = align(end, 8);
         if next > blob.len() {
             return Err(malformed("appended", "a region's padding runs past total_len"));

@@ -24,6 +24,9 @@ struct State {
     /// byte stream's BYTES segment).
     segment: Option<gst::Event>,
     segment_sent: bool,
+    /// A message was framed on this stream: from then on the lengths are the framing, and a
+    /// damaged message (its magic included) is dropped, not the end of the stream.
+    synced: bool,
 }
 
 pub struct EdgeFirstTensorDepay {
@@ -45,15 +48,18 @@ impl ObjectSubclass for EdgeFirstTensorDepay {
     fn with_class(klass: &Self::Class) -> Self {
         let sinkpad = gst::Pad::builder_from_template(&klass.pad_template("sink").expect("sink template"))
             .chain_function(|pad, parent, buffer| {
-                EdgeFirstTensorDepay::catch_panic_pad_function(parent, || Err(gst::FlowError::Error), |d| {
-                    d.chain(pad, buffer)
-                })
+                EdgeFirstTensorDepay::catch_panic_pad_function(
+                    parent,
+                    || Err(gst::FlowError::Error),
+                    |d| d.chain(pad, buffer),
+                )
             })
             .event_function(|pad, parent, event| {
                 EdgeFirstTensorDepay::catch_panic_pad_function(parent, || false, |d| d.sink_event(pad, event))
             })
             .build();
-        let srcpad = gst::Pad::builder_from_template(&klass.pad_template("src").expect("src template")).build();
+        let srcpad =
+            gst::Pad::builder_from_template(&klass.pad_template("src").expect("src template")).build();
         EdgeFirstTensorDepay {
             sinkpad,
             srcpad,
@@ -90,7 +96,10 @@ impl EdgeFirstTensorDepay {
                 true
             }
             gst::EventView::FlushStop(_) => {
-                self.state.lock().unwrap().adapter.clear();
+                let mut st = self.state.lock().unwrap();
+                st.adapter.clear();
+                st.synced = false;
+                drop(st);
                 gst::Pad::event_default(pad, Some(&*self.obj()), event)
             }
             gst::EventView::Eos(_) => {
@@ -123,11 +132,26 @@ impl EdgeFirstTensorDepay {
                 );
                 st.adapter.clear();
             }
+            if buffer.flags().contains(gst::BufferFlags::DISCONT) {
+                st.synced = false;
+            }
             st.adapter.push(buffer);
             while st.adapter.available() >= 8 {
+                // The magic is checked as soon as it is there, so a stream that is not ours is
+                // named as such rather than as an absurd length.
+                let magic_end = blob::header::MAGIC + 4;
+                let synced = st.synced;
                 let len = {
-                    let head = st.adapter.map(8).map_err(|_| gst::FlowError::Error)?;
-                    blob::frame_len(&head)
+                    let n = st.adapter.available().min(magic_end);
+                    let head = st.adapter.map(n).map_err(|_| gst::FlowError::Error)?;
+                    if !synced
+                        && head.len() == magic_end
+                        && head[blob::header::MAGIC..] != blob::MAGIC.to_le_bytes()
+                    {
+                        Err(format!("bytes {:02x?} are not a tensor blob's header", &head[..]))
+                    } else {
+                        blob::frame_len(&head).map_err(|e| e.to_string())
+                    }
                 };
                 let len = match len {
                     Ok(Some(n)) if n as u64 <= max => n,
@@ -146,6 +170,7 @@ impl EdgeFirstTensorDepay {
                     break;
                 }
                 let msg = st.adapter.take_buffer(len).map_err(|_| gst::FlowError::Error)?;
+                st.synced = true;
                 let decoded = msg
                     .map_readable()
                     .map_err(|_| "the message cannot be mapped".to_string())
@@ -243,7 +268,9 @@ impl ObjectImpl for EdgeFirstTensorDepay {
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         match pspec.name() {
-            "max-size" => self.max_size.store(value.get().unwrap_or(netmsg::DEFAULT_MAX_SIZE), Ordering::Relaxed),
+            "max-size" => {
+                self.max_size.store(value.get().unwrap_or(netmsg::DEFAULT_MAX_SIZE), Ordering::Relaxed)
+            }
             other => gst::warning!(CAT, imp = self, "no writable property {other}"),
         }
     }
@@ -286,14 +313,22 @@ impl ElementImpl for EdgeFirstTensorDepay {
                     &gst::Caps::builder(MEDIA_TYPE).build(),
                 )
                 .unwrap(),
-                gst::PadTemplate::new("src", gst::PadDirection::Src, gst::PadPresence::Always, &gst::Caps::new_any())
-                    .unwrap(),
+                gst::PadTemplate::new(
+                    "src",
+                    gst::PadDirection::Src,
+                    gst::PadPresence::Always,
+                    &gst::Caps::new_any(),
+                )
+                .unwrap(),
             ]
         });
         TEMPLATES.as_ref()
     }
 
-    fn change_state(&self, transition: gst::StateChange) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
+    fn change_state(
+        &self,
+        transition: gst::StateChange,
+    ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
         let r = self.parent_change_state(transition)?;
         if transition == gst::StateChange::PausedToReady {
             *self.state.lock().unwrap() = State::default();

@@ -31,15 +31,18 @@ impl ObjectSubclass for EdgeFirstTensorPay {
     fn with_class(klass: &Self::Class) -> Self {
         let sinkpad = gst::Pad::builder_from_template(&klass.pad_template("sink").expect("sink template"))
             .chain_function(|pad, parent, buffer| {
-                EdgeFirstTensorPay::catch_panic_pad_function(parent, || Err(gst::FlowError::Error), |p| {
-                    p.chain(pad, buffer)
-                })
+                EdgeFirstTensorPay::catch_panic_pad_function(
+                    parent,
+                    || Err(gst::FlowError::Error),
+                    |p| p.chain(pad, buffer),
+                )
             })
             .event_function(|pad, parent, event| {
                 EdgeFirstTensorPay::catch_panic_pad_function(parent, || false, |p| p.sink_event(pad, event))
             })
             .build();
-        let srcpad = gst::Pad::builder_from_template(&klass.pad_template("src").expect("src template")).build();
+        let srcpad =
+            gst::Pad::builder_from_template(&klass.pad_template("src").expect("src template")).build();
         EdgeFirstTensorPay {
             sinkpad,
             srcpad,
@@ -154,8 +157,13 @@ impl ElementImpl for EdgeFirstTensorPay {
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
             vec![
-                gst::PadTemplate::new("sink", gst::PadDirection::Sink, gst::PadPresence::Always, &gst::Caps::new_any())
-                    .unwrap(),
+                gst::PadTemplate::new(
+                    "sink",
+                    gst::PadDirection::Sink,
+                    gst::PadPresence::Always,
+                    &gst::Caps::new_any(),
+                )
+                .unwrap(),
                 gst::PadTemplate::new(
                     "src",
                     gst::PadDirection::Src,
@@ -168,7 +176,10 @@ impl ElementImpl for EdgeFirstTensorPay {
         TEMPLATES.as_ref()
     }
 
-    fn change_state(&self, transition: gst::StateChange) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
+    fn change_state(
+        &self,
+        transition: gst::StateChange,
+    ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
         let r = self.parent_change_state(transition)?;
         if transition == gst::StateChange::PausedToReady {
             *self.caps.lock().unwrap() = None;

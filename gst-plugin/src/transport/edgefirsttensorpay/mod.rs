@@ -17,5 +17,10 @@ glib::wrapper! {
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
-    gst::Element::register(Some(plugin), "edgefirsttensorpay", gst::Rank::NONE, EdgeFirstTensorPay::static_type())
+    gst::Element::register(
+        Some(plugin),
+        "edgefirsttensorpay",
+        gst::Rank::NONE,
+        EdgeFirstTensorPay::static_type(),
+    )
 }

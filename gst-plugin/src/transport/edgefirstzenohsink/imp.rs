@@ -126,8 +126,13 @@ impl ElementImpl for EdgeFirstZenohSink {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            vec![gst::PadTemplate::new("sink", gst::PadDirection::Sink, gst::PadPresence::Always, &gst::Caps::new_any())
-                .unwrap()]
+            vec![gst::PadTemplate::new(
+                "sink",
+                gst::PadDirection::Sink,
+                gst::PadPresence::Always,
+                &gst::Caps::new_any(),
+            )
+            .unwrap()]
         });
         TEMPLATES.as_ref()
     }
@@ -138,11 +143,8 @@ impl BaseSinkImpl for EdgeFirstZenohSink {
         let s = self.settings.lock().unwrap().clone();
         let fail = |why: String| gst::error_msg!(gst::ResourceError::OpenWrite, ["{}", why]);
         let session = zenohcfg::open(&s.session).map_err(fail)?;
-        let cc = if s.block {
-            zenoh::qos::CongestionControl::Block
-        } else {
-            zenoh::qos::CongestionControl::Drop
-        };
+        let cc =
+            if s.block { zenoh::qos::CongestionControl::Block } else { zenoh::qos::CongestionControl::Drop };
         let publisher = session
             .declare_publisher(s.session.key.clone())
             .congestion_control(cc)

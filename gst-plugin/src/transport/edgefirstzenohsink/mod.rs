@@ -13,5 +13,10 @@ glib::wrapper! {
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
-    gst::Element::register(Some(plugin), "edgefirstzenohsink", gst::Rank::NONE, EdgeFirstZenohSink::static_type())
+    gst::Element::register(
+        Some(plugin),
+        "edgefirstzenohsink",
+        gst::Rank::NONE,
+        EdgeFirstZenohSink::static_type(),
+    )
 }

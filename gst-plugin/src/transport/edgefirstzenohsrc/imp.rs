@@ -34,7 +34,12 @@ struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { session: SessionSettings::default(), reconnect: false, queue: 2, max_size: netmsg::DEFAULT_MAX_SIZE }
+        Settings {
+            session: SessionSettings::default(),
+            reconnect: false,
+            queue: 2,
+            max_size: netmsg::DEFAULT_MAX_SIZE,
+        }
     }
 }
 
@@ -174,8 +179,13 @@ impl ElementImpl for EdgeFirstZenohSrc {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            vec![gst::PadTemplate::new("src", gst::PadDirection::Src, gst::PadPresence::Always, &gst::Caps::new_any())
-                .unwrap()]
+            vec![gst::PadTemplate::new(
+                "src",
+                gst::PadDirection::Src,
+                gst::PadPresence::Always,
+                &gst::Caps::new_any(),
+            )
+            .unwrap()]
         });
         TEMPLATES.as_ref()
     }

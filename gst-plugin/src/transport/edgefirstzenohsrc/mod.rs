@@ -14,5 +14,10 @@ glib::wrapper! {
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
-    gst::Element::register(Some(plugin), "edgefirstzenohsrc", gst::Rank::NONE, EdgeFirstZenohSrc::static_type())
+    gst::Element::register(
+        Some(plugin),
+        "edgefirstzenohsrc",
+        gst::Rank::NONE,
+        EdgeFirstZenohSrc::static_type(),
+    )
 }
