@@ -438,7 +438,7 @@ pub fn export_dense(
 pub fn append_region(blob: &mut Vec<u8>, tag: [u8; 4], bytes: &[u8]) -> Result<()> {
     let len = u32::try_from(bytes.len())
         .map_err(|_| Error::InvalidOperation(format!("an appended region of {} bytes", bytes.len())))?;
-    if blob.len() < HEADER_LEN || blob.len() % 8 != 0 {
+    if blob.len() < HEADER_LEN || !blob.len().is_multiple_of(8) {
         return Err(Error::InvalidArgument(format!("{} bytes are not a finished blob", blob.len())));
     }
     blob.extend_from_slice(&tag);

@@ -17,16 +17,10 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     )
 });
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Settings {
     session: SessionSettings,
     block: bool,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings { session: SessionSettings::default(), block: false }
-    }
 }
 
 struct Running {
