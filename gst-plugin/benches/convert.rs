@@ -15,8 +15,14 @@
 //!
 //! Each case's figure is its fastest stretch of `FRAMES` consecutive frames over five rounds
 //! spread across the whole benchmark. Run with `cargo bench -p gstedgefirst --bench convert`
-//! (release build); `BENCH_FORMATS=NV12,YUY2`, `BENCH_INPUTS=camera` and `BENCH_CHAINS=uint8`
+//! (release build); `BENCH_FORMATS=NV12,YUY2`, `BENCH_INPUTS=camera` and `BENCH_CHAINS=uint8,fast`
 //! (parts of the names) run a subset. The tables go into docs/benchmarks.md.
+//!
+//! The resampling rows: edgefirsttensor's `area` and `bilinear-antialias` beside its bilinear, and
+//! fast_image_resize 6.1 (a dev-dependency, linked only into this benchmark) on the same frames:
+//! `Convolution(Box)` and `Convolution(Bilinear)`, OpenCV's area and PIL's antialiased bilinear
+//! filters, on NV12's planes then libyuv's NV12ToRAW, or on RGBA's pixels. Each chain's PSNR
+//! against the library it matches (frame 0) is printed in the same run.
 
 use gst::prelude::*;
 use gst_allocators::prelude::*;
@@ -60,6 +66,18 @@ struct Frames {
     fds: Vec<OwnedFd>,
     maps: Vec<&'static [u8]>,
     buffers: Vec<gst::Buffer>,
+    /// The hot frame's bytes (the reference rows read them as the camera rows read `maps`).
+    hot: Vec<u8>,
+}
+
+impl Frames {
+    /// The bytes of frame `i` in rotation.
+    fn bytes(&self, i: usize) -> &[u8] {
+        match self.maps.is_empty() {
+            true => &self.hot,
+            false => self.maps[i % self.maps.len()],
+        }
+    }
 }
 
 fn frames(format: &str, w: u32, h: u32, input: Input) -> Frames {
@@ -73,10 +91,11 @@ fn frames(format: &str, w: u32, h: u32, input: Input) -> Frames {
         Input::Camera(n) => n,
     };
     let alloc = gst_allocators::DmaBufAllocator::new();
-    let (mut fds, mut maps, mut buffers) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut fds, mut maps, mut buffers, mut hot) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for k in 0..n {
         let bytes: Vec<u8> = (0..size).map(|i| ((i * 131) ^ (i >> 11) ^ (k * 7919)) as u8).collect();
         if input == Input::Hot {
+            hot = bytes.clone();
             buffers.push(gst::Buffer::from_slice(bytes));
             continue;
         }
@@ -111,7 +130,7 @@ fn frames(format: &str, w: u32, h: u32, input: Input) -> Frames {
         fds.push(fd);
         buffers.push(b);
     }
-    Frames { info, fds, maps, buffers }
+    Frames { info, fds, maps, buffers, hot }
 }
 
 /// ms per frame of `chain` between an appsrc pushing `frames` in rotation and a fakesink. The
@@ -341,6 +360,263 @@ fn libyuv_nv12(frames: &Frames) -> f64 {
     best_stretch(&ends[WARMUP..])
 }
 
+/// Content rows of the 640×640 letterbox of a 16:9 frame: 360 rows from row 140.
+fn content(info: &gst_video::VideoInfo) -> (usize, usize) {
+    let ch = (OUT * info.height() as usize / info.width() as usize) & !1;
+    (ch, (OUT - ch) / 2)
+}
+
+/// fast_image_resize 6.1 (a dev-dependency, for these reference rows only) into the content rows:
+/// on an NV12 frame, its planes (Y as U8, UV as U8x2) through `Convolution(filter)` and then
+/// libyuv's NV12ToRAW, the chain that reached PIL's antialiased output fastest before; on an RGBA
+/// frame, `Convolution(filter)` on the pixels (alpha ignored, as the RGB output drops it) and the
+/// RGB bytes picked out. The padding filled.
+struct Fir {
+    resizer: fast_image_resize::Resizer,
+    options: fast_image_resize::ResizeOptions,
+    small: [fast_image_resize::images::Image<'static>; 2],
+    out: Vec<u8>,
+}
+
+impl Fir {
+    fn new(info: &gst_video::VideoInfo, filter: fast_image_resize::FilterType) -> Fir {
+        use fast_image_resize::{images::Image, PixelType, ResizeAlg, ResizeOptions};
+        let (ch, _) = content(info);
+        let nv12 = info.format() == gst_video::VideoFormat::Nv12;
+        let small = match nv12 {
+            true => [
+                Image::new(OUT as u32, ch as u32, PixelType::U8),
+                Image::new(OUT as u32 / 2, ch as u32 / 2, PixelType::U8x2),
+            ],
+            false => [Image::new(OUT as u32, ch as u32, PixelType::U8x4), Image::new(1, 1, PixelType::U8)],
+        };
+        let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(filter)).use_alpha(false);
+        Fir { resizer: fast_image_resize::Resizer::new(), options, small, out: vec![0u8; OUT * OUT * 3] }
+    }
+
+    fn run(&mut self, info: &gst_video::VideoInfo, f: &[u8]) {
+        use fast_image_resize::{images::ImageRef, PixelType};
+        let (w, h) = (info.width(), info.height());
+        let (ch, top) = content(info);
+        let at = top * OUT * 3;
+        if info.format() == gst_video::VideoFormat::Nv12 {
+            let (y, uv) = f.split_at(info.offset()[1]);
+            let y = ImageRef::new(w, h, y, PixelType::U8).unwrap();
+            let uv = ImageRef::new(w / 2, h / 2, uv, PixelType::U8x2).unwrap();
+            self.resizer.resize(&y, &mut self.small[0], &self.options).unwrap();
+            self.resizer.resize(&uv, &mut self.small[1], &self.options).unwrap();
+            unsafe {
+                NV12ToRAW(
+                    self.small[0].buffer().as_ptr(),
+                    OUT as i32,
+                    self.small[1].buffer().as_ptr(),
+                    OUT as i32,
+                    self.out.as_mut_ptr().add(at),
+                    OUT as i32 * 3,
+                    OUT as i32,
+                    ch as i32,
+                )
+            };
+        } else {
+            let rgba = ImageRef::new(w, h, f, PixelType::U8x4).unwrap();
+            self.resizer.resize(&rgba, &mut self.small[0], &self.options).unwrap();
+            for (o, px) in self.out[at..at + ch * OUT * 3]
+                .chunks_exact_mut(3)
+                .zip(self.small[0].buffer().chunks_exact(4))
+            {
+                o.copy_from_slice(&px[..3]);
+            }
+        }
+        let (pad_top, rest) = self.out.split_at_mut(at);
+        pad_top.fill(0x80);
+        rest[ch * OUT * 3..].fill(0x80);
+    }
+}
+
+/// ms per frame of a fast_image_resize chain (`Fir`) on the same frames.
+fn fir(frames: &Frames, filter: fast_image_resize::FilterType) -> f64 {
+    let mut chain = Fir::new(&frames.info, filter);
+    let mut ends = vec![Instant::now()];
+    for i in 0..WARMUP + TIMED {
+        chain.run(&frames.info, frames.bytes(i));
+        std::hint::black_box(&chain.out);
+        ends.push(Instant::now());
+    }
+    best_stretch(&ends[WARMUP..])
+}
+
+/// The library a chain matches, on frame 0 as an RGB picture: the frame decoded to RGB at its own
+/// size (edgefirst's bilinear at 1:1 — every tap on a sample — with the chroma upsampled
+/// bilinearly at `site`, by `colorimetry`), then resized by the library's filter into the
+/// content rows. edgefirst's `bilinear-antialias` on RGB is PIL's `BILINEAR` to the byte and its
+/// `area` OpenCV's `INTER_AREA` within one level (tests/golden), so those stand for the libraries.
+fn reference(
+    info: &gst_video::VideoInfo,
+    f: &[u8],
+    interpolation: edgefirst_tensor::preprocess::Interpolation,
+    colorimetry: edgefirst_tensor::preprocess::Colorimetry,
+    site: edgefirst_tensor::preprocess::ChromaSite,
+) -> Vec<u8> {
+    use edgefirst_tensor::convert::ConvertSpec;
+    use edgefirst_tensor::preprocess::{FitMode, Interpolation};
+    let (w, h) = (info.width() as usize, info.height() as usize);
+    let decode = ConvertSpec {
+        fit: FitMode::Stretch,
+        interpolation: Interpolation::Bilinear,
+        colorimetry,
+        chroma_site: site,
+        ..ConvertSpec::default()
+    };
+    let rgb = convert(info, f, &decode, w, h, None);
+    let resize = ConvertSpec { interpolation, fill: [0x80; 4], ..ConvertSpec::default() };
+    convert(info, f, &resize, OUT, OUT, Some((&rgb, w * 3)))
+}
+
+/// Frame `f` (or `rgb`, an RGB picture at the frame's size and that row stride) through the
+/// tensor crate's converter into `dw` × `dh` RGB bytes.
+fn convert(
+    info: &gst_video::VideoInfo,
+    f: &[u8],
+    spec: &edgefirst_tensor::convert::ConvertSpec,
+    dw: usize,
+    dh: usize,
+    rgb: Option<(&[u8], usize)>,
+) -> Vec<u8> {
+    use edgefirst_tensor::convert::{Colorspace, Converter, DstLayout, SrcImage};
+    use edgefirst_tensor::{DType, PixelFormat};
+    let (w, h) = (info.width() as usize, info.height() as usize);
+    let dst = DstLayout::dense(dw, dh, Colorspace::Rgb, false, DType::U8);
+    let (format, planes) = match (rgb, info.format()) {
+        (Some((bytes, stride)), _) => (PixelFormat::Rgb, [(bytes, stride), (&[][..], 0), (&[][..], 0)]),
+        (None, gst_video::VideoFormat::Nv12) => {
+            let (y, uv) = f.split_at(info.offset()[1]);
+            (
+                PixelFormat::Nv12,
+                [(y, info.stride()[0] as usize), (uv, info.stride()[1] as usize), (&[][..], 0)],
+            )
+        }
+        (None, gst_video::VideoFormat::Rgba) => {
+            (PixelFormat::Rgba, [(f, info.stride()[0] as usize), (&[][..], 0), (&[][..], 0)])
+        }
+        (None, other) => panic!("no reference for {other:?}"),
+    };
+    let conv = Converter::new(format, w, h, dst, spec, 1).unwrap();
+    let mut out = vec![0u8; dst.bytes()];
+    conv.convert(&SrcImage { format, width: w, height: h, planes }, &mut out).unwrap();
+    out
+}
+
+/// PSNR of `a` against `b` over the content rows, in dB.
+fn psnr(info: &gst_video::VideoInfo, a: &[u8], b: &[u8]) -> f64 {
+    let (ch, top) = content(info);
+    let span = top * OUT * 3..(top + ch) * OUT * 3;
+    let se: f64 =
+        a[span.clone()].iter().zip(&b[span.clone()]).map(|(&x, &y)| (x as f64 - y as f64).powi(2)).sum();
+    let mse = se / span.len() as f64;
+    if mse == 0.0 {
+        f64::INFINITY
+    } else {
+        10.0 * (255.0f64 * 255.0 / mse).log10()
+    }
+}
+
+/// A natural-looking frame for the PSNR rows: smooth gradients, a zone plate's fine rings (up to
+/// three quarters of the source's Nyquist, past the output's), in-gamut colour and a little noise.
+/// The timed frames' byte patterns saturate YUV far outside RGB's gamut, where decoding before
+/// resizing (the libraries) clips what resizing first does not: tens of levels on every pixel.
+fn natural(info: &gst_video::VideoInfo) -> Vec<u8> {
+    let (w, h) = (info.width() as usize, info.height() as usize);
+    let mut f = vec![0u8; info.size()];
+    let noise =
+        |x: usize, y: usize, k: usize| (((x * 7919 + y * 104729 + k * 31) ^ (x * y)) % 13) as f64 - 6.0;
+    let tone = |x: usize, y: usize, k: usize| {
+        let (fx, fy) = (x as f64, y as f64);
+        let smooth = 70.0 * (fx * 0.004 + k as f64).sin() * (fy * 0.006 + 0.5 * k as f64).cos();
+        let rings = 30.0 * (((fx - 960.0).powi(2) + (fy - 540.0).powi(2)) * 2e-4).sin();
+        (128.0 + smooth + rings + noise(x, y, k)).clamp(0.0, 255.0) as u8
+    };
+    match info.format() {
+        gst_video::VideoFormat::Nv12 => {
+            let (o, st) = (info.offset(), info.stride());
+            for y in 0..h {
+                for x in 0..w {
+                    f[o[0] + y * st[0] as usize + x] = tone(x, y, 0).clamp(30, 220);
+                }
+            }
+            for y in 0..h / 2 {
+                for x in 0..w / 2 {
+                    for c in 0..2 {
+                        let v = 128.0
+                            + 30.0 * (x as f64 * 0.01 + 2.0 * c as f64).sin()
+                            + noise(x, y, c + 1) / 2.0;
+                        f[o[1] + y * st[1] as usize + 2 * x + c] = v as u8;
+                    }
+                }
+            }
+        }
+        _ => {
+            let st = info.stride()[0] as usize;
+            for y in 0..h {
+                for x in 0..w {
+                    for c in 0..3 {
+                        f[y * st + 4 * x + c] = tone(x, y, c);
+                    }
+                    f[y * st + 4 * x + 3] = 255;
+                }
+            }
+        }
+    }
+    f
+}
+
+/// PSNR rows of one case on a `natural` frame: edgefirst's presets (read as the element reads the
+/// caps) and the fast_image_resize chains, each against the library it matches.
+fn psnr_rows(info: &gst_video::VideoInfo) -> Vec<(String, f64, &'static str)> {
+    use edgefirst_tensor::convert::ConvertSpec;
+    use edgefirst_tensor::preprocess::{ChromaSite, Colorimetry, Interpolation};
+    use fast_image_resize::FilterType;
+    let f = natural(info);
+    let colorimetry = Colorimetry::from_gst_str(&info.colorimetry().to_string()).unwrap_or_default();
+    let site = ChromaSite::from_gst_flags(info.chroma_site().bits());
+    let nv12 = info.format() == gst_video::VideoFormat::Nv12;
+    let mut rows = Vec::new();
+    for (nick, interp, library) in [
+        ("area", Interpolation::Area, "OpenCV INTER_AREA"),
+        ("bilinear-antialias", Interpolation::BilinearAntialias, "PIL BILINEAR"),
+    ] {
+        let spec = ConvertSpec {
+            interpolation: interp,
+            colorimetry,
+            chroma_site: site,
+            fill: [0x80; 4],
+            ..ConvertSpec::default()
+        };
+        let ours = convert(info, &f, &spec, OUT, OUT, None);
+        let want = reference(info, &f, interp, colorimetry, site);
+        rows.push((format!("edgefirsttensor uint8 {nick}"), psnr(info, &ours, &want), library));
+        let filter = if interp == Interpolation::Area { FilterType::Box } else { FilterType::Bilinear };
+        let mut chain = Fir::new(info, filter);
+        chain.run(info, &f);
+        // libyuv's NV12ToRAW decodes BT.601 limited range (centred chroma, as the reference's).
+        let (c, s) =
+            if nv12 { (Colorimetry::BT601_LIMITED, ChromaSite::CENTRED) } else { (colorimetry, site) };
+        rows.push((
+            fir_name(filter, nv12),
+            psnr(info, &chain.out, &reference(info, &f, interp, c, s)),
+            library,
+        ));
+    }
+    rows
+}
+
+fn fir_name(filter: fast_image_resize::FilterType, nv12: bool) -> String {
+    let f = if filter == fast_image_resize::FilterType::Box { "Box" } else { "Bilinear" };
+    match nv12 {
+        true => format!("fast_image_resize Convolution({f}) on the planes + libyuv NV12ToRAW"),
+        false => format!("fast_image_resize Convolution({f}) on RGBA + RGB bytes"),
+    }
+}
+
 struct Row {
     format: String,
     size: (u32, u32),
@@ -371,6 +647,14 @@ fn main() {
         ("edgefirsttensor float32 + mean/std", ours("float32", mean_std, 1), None),
         ("edgefirsttensor uint8, n-threads=2", ours("uint8", "", 2), None),
         ("edgefirsttensor uint8, AVX2 level", ours("uint8", "", 1), Some("avx2")),
+        ("edgefirsttensor uint8 area", ours("uint8", "interpolation=area", 1), None),
+        ("edgefirsttensor uint8 bilinear-antialias", ours("uint8", "interpolation=bilinear-antialias", 1), None),
+        ("edgefirsttensor uint8 area, AVX2 level", ours("uint8", "interpolation=area", 1), Some("avx2")),
+        (
+            "edgefirsttensor uint8 bilinear-antialias, AVX2 level",
+            ours("uint8", "interpolation=bilinear-antialias", 1),
+            Some("avx2"),
+        ),
     ];
     let pick = |var: &str, default: &[&str]| -> Vec<String> {
         match std::env::var(var) {
@@ -378,7 +662,11 @@ fn main() {
             Err(_) => default.iter().map(|s| s.to_string()).collect(),
         }
     };
-    let only_chain = std::env::var("BENCH_CHAINS").ok();
+    // Parts of the names, comma-separated: a row runs where its name contains one of them.
+    let only_chain: Option<Vec<String>> =
+        std::env::var("BENCH_CHAINS").ok().map(|v| v.split(',').map(str::to_string).collect());
+    let chain_wanted =
+        |name: &str| only_chain.as_ref().is_none_or(|o| o.iter().any(|p| name.contains(p.as_str())));
     let only_input = std::env::var("BENCH_INPUTS").ok();
     // 1920×1080 is an exact 3× downscale to 640 wide; 1600×900 (2.5×) is not.
     let mut cases: Vec<(String, (u32, u32), Input)> = Vec::new();
@@ -389,7 +677,12 @@ fn main() {
         cases.push((format.clone(), (1600, 900), Input::Camera(8)));
     }
     cases.retain(|(_, _, input)| only_input.as_ref().is_none_or(|o| input.name().contains(o.as_str())));
-    let mut best: Vec<Vec<f64>> = vec![vec![f64::MAX; chains.len() + 3]; cases.len()];
+    // The rows measured outside GStreamer, after the chains: the floors, libyuv, then the
+    // fast_image_resize chains (Box, Bilinear) where the format has one.
+    const EXTRA: usize = 5;
+    let fir_filters = [fast_image_resize::FilterType::Box, fast_image_resize::FilterType::Bilinear];
+    let mut best: Vec<Vec<f64>> = vec![vec![f64::MAX; chains.len() + EXTRA]; cases.len()];
+    let mut psnrs: Vec<Vec<(String, f64, &str)>> = vec![Vec::new(); cases.len()];
     let mut faults: Vec<Vec<f64>> = vec![vec![f64::MAX; chains.len()]; cases.len()];
     // Five rounds over every case, keeping each case's best: this VM's noise comes in bursts, and
     // spreading a case's runs over the whole benchmark keeps one burst from deciding it.
@@ -397,7 +690,7 @@ fn main() {
         for (k, (format, (w, h), input)) in cases.iter().enumerate() {
             let fr = frames(format, *w, *h, *input);
             for (c, (name, chain, simd)) in chains.iter().enumerate() {
-                if only_chain.as_ref().is_none_or(|o| name.contains(o.as_str())) {
+                if chain_wanted(name) {
                     let (ms, f) = measure(&fr, chain, *simd);
                     best[k][c] = best[k][c].min(ms);
                     faults[k][c] = faults[k][c].min(f);
@@ -413,6 +706,15 @@ fn main() {
                     }
                 }
             }
+            let referenced = format == "NV12" || format == "RGBA";
+            for (j, &filter) in fir_filters.iter().enumerate() {
+                if referenced && chain_wanted(&fir_name(filter, format == "NV12")) {
+                    best[k][n + 3 + j] = best[k][n + 3 + j].min(fir(&fr, filter));
+                }
+            }
+            if referenced && psnrs[k].is_empty() {
+                psnrs[k] = psnr_rows(&fr.info);
+            }
             for m in &fr.maps {
                 unsafe { libc::munmap(m.as_ptr() as *mut _, m.len()) };
             }
@@ -425,7 +727,12 @@ fn main() {
     ];
     let mut rows = Vec::new();
     for (k, (format, size, input)) in cases.iter().enumerate() {
-        let names = chains.iter().map(|(n, _, _)| n.to_string()).chain(extra.iter().map(|s| s.to_string()));
+        let firs = fir_filters.iter().map(|&f| fir_name(f, format == "NV12"));
+        let names = chains
+            .iter()
+            .map(|(n, _, _)| n.to_string())
+            .chain(extra.iter().map(|s| s.to_string()))
+            .chain(firs);
         for (c, (name, &ms)) in names.zip(&best[k]).enumerate() {
             if ms < f64::MAX {
                 let faults = faults[k].get(c).copied().filter(|f| *f < f64::MAX);
@@ -469,6 +776,43 @@ fn main() {
             ratio(get(k, "libyuv"), get(k, "AVX2")),
             ratio(u8_ms, get(k, "memcpy")),
         );
+    }
+    resampling_tables(&cases, &get, &psnrs);
+}
+
+/// The resampling presets against bilinear and against the fast_image_resize chains that match
+/// the same libraries, and each chain's PSNR against its library (frame 0).
+fn resampling_tables(
+    cases: &[(String, (u32, u32), Input)],
+    get: &dyn Fn(usize, &str) -> f64,
+    psnrs: &[Vec<(String, f64, &str)>],
+) {
+    println!();
+    println!("| input | frames | bilinear | area | bilinear-antialias | area / bilinear | antialias / bilinear | fir Box / area | fir Bilinear / antialias |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    for (k, (format, (w, h), input)) in cases.iter().enumerate() {
+        let bilinear = get(k, "edgefirsttensor uint8");
+        let (area, aa) = (get(k, "uint8 area"), get(k, "uint8 bilinear-antialias"));
+        let ms = |v: f64| if v < f64::MAX { format!("{v:.3}") } else { "–".into() };
+        println!(
+            "| {format} {w}×{h} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            input.name(),
+            ms(bilinear),
+            ms(area),
+            ms(aa),
+            ratio(area, bilinear),
+            ratio(aa, bilinear),
+            ratio(get(k, "Convolution(Box)"), area),
+            ratio(get(k, "Convolution(Bilinear)"), aa),
+        );
+    }
+    println!();
+    println!("| input | chain | PSNR against | dB |");
+    println!("|---|---|---|---:|");
+    for (k, (format, (w, h), _)) in cases.iter().enumerate() {
+        for (name, db, library) in &psnrs[k] {
+            println!("| {format} {w}×{h} | {name} | {library} | {db:.1} |");
+        }
     }
 }
 
