@@ -483,7 +483,16 @@ unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, con
 /// The CPU has AVX2; `out` holds the group's members' rows (null past them), each `plan.done`
 /// writable values.
 #[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn multitap(row: &[u8], plan: &Blocks, pil: bool, out: [*mut f32; 4]) -> usize {
+pub(super) unsafe fn multitap(rows: &[&[u8]], plan: &Blocks, pil: bool, out: &[[*mut f32; 4]]) -> usize {
+    let mut done = plan.done;
+    for (row, out) in rows.iter().zip(out) {
+        done = done.min(unsafe { multitap_row(row, plan, pil, *out) });
+    }
+    done
+}
+
+#[inline(always)]
+unsafe fn multitap_row(row: &[u8], plan: &Blocks, pil: bool, out: [*mut f32; 4]) -> usize {
     assert!(plan.reach <= row.len(), "loads stay inside the row");
     let members = out.iter().take_while(|p| !p.is_null()).count();
     macro_rules! by_pieces {

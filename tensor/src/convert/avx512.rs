@@ -393,25 +393,40 @@ unsafe fn sample_blocks<const NARROW: bool, const M: usize, const SINGLE: bool, 
     blocks
 }
 
-/// A multi-tap filter's horizontal pass over one source row (`row`: its bytes) for one group
-/// (`plan::TapGroup`), sixteen dwords per block: per tap pair one `vpermt2b` and one `vpmaddwd`
-/// (two for PIL's split weights), exact in i32, then the scalar loops' result; each lane stored
-/// to its member's row in `out`. Returns the outputs each member has from the blocks.
+/// A multi-tap filter's horizontal pass over source rows `rows` (one to three, each its bytes) for
+/// one group (`plan::TapGroup`), sixteen dwords per block: per tap pair and row one `vpermt2b`
+/// and one `vpmaddwd` (two for PIL's split weights), exact in i32, then the scalar loops' result;
+/// each lane stored to its member's row (`out[i]` for row `i`). The rows share each block's
+/// controls and weights: loaded once for all, where one row per call spent most of its cycles on
+/// those loads (1080p RGBA → 640, area: 0.62 → 0.44 ms). Returns the outputs each member has from the
+/// blocks.
 ///
 /// # Safety
-/// The CPU has AVX-512 F/BW/VBMI; `out` holds the group's members' rows (null past them), each
-/// `plan.done` writable values.
+/// The CPU has AVX-512 F/BW/VBMI; `out[i]` holds the group's members' rows (null past them),
+/// each `plan.done` writable values.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
-pub(super) unsafe fn multitap(row: &[u8], plan: &Blocks, pil: bool, out: [*mut f32; 4]) -> usize {
-    assert!(plan.reach <= row.len(), "loads stay inside the row");
-    let members = out.iter().take_while(|p| !p.is_null()).count();
+pub(super) unsafe fn multitap(rows: &[&[u8]], plan: &Blocks, pil: bool, out: &[[*mut f32; 4]]) -> usize {
+    assert!(
+        rows.len() == out.len() && rows.iter().all(|r| plan.reach <= r.len()),
+        "loads stay inside the rows"
+    );
+    let members = out[0].iter().take_while(|p| !p.is_null()).count();
+    macro_rules! by_rows {
+        ($narrow:expr, $pil:expr, $m:expr) => {
+            match rows.len() {
+                1 => unsafe { multitap_blocks::<$narrow, $pil, $m, 1>(rows, plan, out) },
+                2 => unsafe { multitap_blocks::<$narrow, $pil, $m, 2>(rows, plan, out) },
+                _ => unsafe { multitap_blocks::<$narrow, $pil, $m, 3>(rows, plan, out) },
+            }
+        };
+    }
     macro_rules! go {
         ($narrow:expr, $pil:expr) => {
             match members {
-                1 => unsafe { multitap_blocks::<$narrow, $pil, 1>(row, plan, out) },
-                2 => unsafe { multitap_blocks::<$narrow, $pil, 2>(row, plan, out) },
-                3 => unsafe { multitap_blocks::<$narrow, $pil, 3>(row, plan, out) },
-                _ => unsafe { multitap_blocks::<$narrow, $pil, 4>(row, plan, out) },
+                1 => by_rows!($narrow, $pil, 1),
+                2 => by_rows!($narrow, $pil, 2),
+                3 => by_rows!($narrow, $pil, 3),
+                _ => by_rows!($narrow, $pil, 4),
             }
         };
     }
@@ -424,11 +439,12 @@ pub(super) unsafe fn multitap(row: &[u8], plan: &Blocks, pil: bool, out: [*mut f
 }
 
 #[inline(always)]
-unsafe fn multitap_blocks<const NARROW: bool, const PIL: bool, const M: usize>(
-    row: &[u8],
+unsafe fn multitap_blocks<const NARROW: bool, const PIL: bool, const M: usize, const R: usize>(
+    rows: &[&[u8]],
     plan: &Blocks,
-    out: [*mut f32; 4],
+    out: &[[*mut f32; 4]],
 ) -> usize {
+    assert!(rows.len() >= R && out.len() >= R && (1..=3).contains(&R));
     let pairs = plan.pairs;
     let blocks = plan.targets.len().min(plan.bases.len());
     assert!(plan.c64.len() >= blocks * pairs && plan.hi.len() >= blocks * pairs * 16);
@@ -438,52 +454,63 @@ unsafe fn multitap_blocks<const NARROW: bool, const PIL: bool, const M: usize>(
     let half = _mm512_set1_epi32(PIL_HALF);
     let top = _mm512_set1_epi32(255);
     let (hi, lo, controls) = (plan.hi.as_ptr(), plan.lo.as_ptr(), plan.c64.as_ptr());
+    let row: [*const u8; R] = std::array::from_fn(|i| rows[i].as_ptr());
     for b in 0..blocks {
         unsafe {
-            let base = row.as_ptr().add(*plan.bases.get_unchecked(b) as usize);
-            let a = _mm512_loadu_si512(base as *const _);
-            let c = if NARROW { zero } else { _mm512_loadu_si512(base.add(64) as *const _) };
-            let (mut sh, mut sl) = (zero, zero);
+            let base = *plan.bases.get_unchecked(b) as usize;
+            let a: [__m512i; R] = std::array::from_fn(|i| _mm512_loadu_si512(row[i].add(base) as *const _));
+            let c: [__m512i; R] = std::array::from_fn(|i| match NARROW {
+                true => zero,
+                false => _mm512_loadu_si512(row[i].add(base + 64) as *const _),
+            });
+            let (mut sh, mut sl) = ([zero; R], [zero; R]);
             for p in 0..pairs {
                 let at = b * pairs + p;
                 let ctl = _mm512_load_si512(controls.add(at) as *const _);
-                let t = match NARROW {
-                    true => _mm512_permutex2var_epi8(a, ctl, zero),
-                    false => _mm512_maskz_permutex2var_epi8(0x5555_5555_5555_5555, a, ctl, c),
-                };
-                sh = _mm512_add_epi32(
-                    sh,
-                    _mm512_madd_epi16(t, _mm512_loadu_si512(hi.add(16 * at) as *const _)),
-                );
-                if PIL {
-                    let wl = _mm512_loadu_si512(lo.add(16 * at) as *const _);
-                    sl = _mm512_add_epi32(sl, _mm512_madd_epi16(t, wl));
+                let wh = _mm512_loadu_si512(hi.add(16 * at) as *const _);
+                let wl = if PIL { _mm512_loadu_si512(lo.add(16 * at) as *const _) } else { zero };
+                for i in 0..R {
+                    let t = match NARROW {
+                        true => _mm512_permutex2var_epi8(a[i], ctl, zero),
+                        false => _mm512_maskz_permutex2var_epi8(0x5555_5555_5555_5555, a[i], ctl, c[i]),
+                    };
+                    sh[i] = _mm512_add_epi32(sh[i], _mm512_madd_epi16(t, wh));
+                    if PIL {
+                        sl[i] = _mm512_add_epi32(sl[i], _mm512_madd_epi16(t, wl));
+                    }
                 }
             }
-            let v = match PIL {
-                true => {
-                    let s = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32::<PIL_SPLIT>(sh), sl), half);
-                    let s = _mm512_srai_epi32::<{ PIL_SHIFT }>(s);
-                    _mm512_cvtepi32_ps(_mm512_min_epi32(_mm512_max_epi32(s, zero), top))
-                }
-                false => _mm512_mul_ps(_mm512_cvtepi32_ps(sh), unit),
-            };
-            // The lanes of `Blocks::new`: one member's sixteen outputs, two members' eight, or
-            // each member's four (the targets, without reading them per block).
-            match M {
-                1 => _mm512_storeu_ps(out[0].add(16 * b), v),
-                2 => {
-                    _mm256_storeu_ps(out[0].add(8 * b), _mm512_castps512_ps256(v));
-                    // (`extractf32x8` is AVX512DQ, which the level does not ask for: not inlined here.)
-                    let upper = _mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v));
-                    _mm256_storeu_ps(out[1].add(8 * b), _mm256_castpd_ps(upper));
-                }
-                _ => {
-                    _mm_storeu_ps(out[0].add(4 * b), _mm512_castps512_ps128(v));
-                    _mm_storeu_ps(out[1].add(4 * b), _mm512_extractf32x4_ps::<1>(v));
-                    _mm_storeu_ps(out[2].add(4 * b), _mm512_extractf32x4_ps::<2>(v));
-                    if M == 4 {
-                        _mm_storeu_ps(out[3].add(4 * b), _mm512_extractf32x4_ps::<3>(v));
+            for i in 0..R {
+                let v = match PIL {
+                    true => {
+                        let s = _mm512_slli_epi32::<PIL_SPLIT>(sh[i]);
+                        let s = _mm512_srai_epi32::<{ PIL_SHIFT }>(_mm512_add_epi32(
+                            _mm512_add_epi32(s, sl[i]),
+                            half,
+                        ));
+                        _mm512_cvtepi32_ps(_mm512_min_epi32(_mm512_max_epi32(s, zero), top))
+                    }
+                    false => _mm512_mul_ps(_mm512_cvtepi32_ps(sh[i]), unit),
+                };
+                let out = out[i];
+                // The lanes of `Blocks::new`: one member's sixteen outputs, two members' eight, or
+                // each member's four (the targets, without reading them per block).
+                match M {
+                    1 => _mm512_storeu_ps(out[0].add(16 * b), v),
+                    2 => {
+                        _mm256_storeu_ps(out[0].add(8 * b), _mm512_castps512_ps256(v));
+                        // (`extractf32x8` is AVX512DQ, which the level does not ask for: not
+                        // inlined here.)
+                        let upper = _mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v));
+                        _mm256_storeu_ps(out[1].add(8 * b), _mm256_castpd_ps(upper));
+                    }
+                    _ => {
+                        _mm_storeu_ps(out[0].add(4 * b), _mm512_castps512_ps128(v));
+                        _mm_storeu_ps(out[1].add(4 * b), _mm512_extractf32x4_ps::<1>(v));
+                        _mm_storeu_ps(out[2].add(4 * b), _mm512_extractf32x4_ps::<2>(v));
+                        if M == 4 {
+                            _mm_storeu_ps(out[3].add(4 * b), _mm512_extractf32x4_ps::<3>(v));
+                        }
                     }
                 }
             }

@@ -165,7 +165,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         if let Some(m) = &c.multi {
             // The multi-tap filters: the horizontal pass by the level's blocks, the vertical by
             // the baseline loops (contiguous rows, vectorized at the driver's width).
-            let vector = |g: usize, row: &[u8], out: [*mut f32; 4]| multitap_horizontal(c, m, g, row, out);
+            let vector =
+                |g: usize, rows: &[&[u8]], out: &[[*mut f32; 4]]| multitap_horizontal(c, m, g, rows, out);
             let vertical =
                 |rows: &[*const f32], taps: VTaps<'_>, out: &mut [f32]| multitap_vertical(c, rows, taps, out);
             s.counts.sampled += baseline::multitap_row(
@@ -309,28 +310,39 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
     }
 }
 
-/// A multi-tap filter's horizontal pass over source row `row` for group `g` into its members'
-/// rows `out`: the outputs the level's blocks make (the widest plan the level has), 0 where none
-/// applies.
+/// A multi-tap filter's horizontal pass over source rows `rows` for group `g` into its members'
+/// rows `out[i]`: the outputs the level's blocks make (the widest plan the level has), 0 where
+/// none applies.
 #[inline(always)]
-fn multitap_horizontal(c: &Converter, m: &MultiTap, g: usize, row: &[u8], out: [*mut f32; 4]) -> usize {
+fn multitap_horizontal(
+    c: &Converter,
+    m: &MultiTap,
+    g: usize,
+    rows: &[&[u8]],
+    out: &[[*mut f32; 4]],
+) -> usize {
     let g = &m.groups[g];
     let pil = m.round_between;
+    let fits = |reach: usize| rows.iter().all(|r| reach <= r.len());
     // `multitap_row` gives each member's row at the content width, which `done` never passes.
     #[cfg(target_arch = "x86_64")]
     {
-        if let Some(plan) = g.b16.as_ref().filter(|p| c.avx512() && p.reach <= row.len()) {
-            return unsafe { avx512::multitap(row, plan, pil, out) };
+        if let Some(plan) = g.b16.as_ref().filter(|p| c.avx512() && fits(p.reach)) {
+            return unsafe { avx512::multitap(rows, plan, pil, out) };
         }
-        if let Some(plan) = g.b8.as_ref().filter(|p| c.avx2() && p.reach <= row.len()) {
-            return unsafe { avx2::multitap(row, plan, pil, out) };
+        if let Some(plan) = g.b8.as_ref().filter(|p| c.avx2() && fits(p.reach)) {
+            return unsafe { avx2::multitap(rows, plan, pil, out) };
         }
     }
     #[cfg(target_arch = "aarch64")]
-    if let Some(plan) = g.b8.as_ref().filter(|p| c.neon() && p.reach <= row.len()) {
-        return unsafe { neon::multitap(row, plan, pil, out) };
+    if let Some(plan) = g.b8.as_ref().filter(|p| c.neon() && fits(p.reach)) {
+        let mut done = plan.done;
+        for (row, out) in rows.iter().zip(out) {
+            done = done.min(unsafe { neon::multitap(row, plan, pil, *out) });
+        }
+        return done;
     }
-    let _ = (c, row, out, pil, g);
+    let _ = (c, rows, out, pil, g, fits);
     0
 }
 
