@@ -140,3 +140,69 @@ fn hostile_appended_regions_are_errors_never_panics() {
     x[header::MAGIC] ^= 0xff;
     assert!(matches!(blob::appended_regions(&x), Err(Error::MalformedBlob { field: "magic", .. })));
 }
+
+#[test]
+fn the_split_blob_goes_around_the_bytes_and_equals_the_whole_one() {
+    let regions: [([u8; 4], &[u8]); 2] = [(*b"GSTM", b"caps and times"), (*b"XTRA", &[9; 5])];
+    for (k, (shape, dtype)) in [
+        (&[3usize, 5, 7][..], DType::U8),
+        (&[1, 4, 4, 3][..], DType::F32),
+        (&[2, 3][..], DType::F16),
+        (&[0, 4][..], DType::I32),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for q in [None, Some(Quantization::per_tensor(0.5, 2))] {
+            let t = filled(shape, dtype, k as u8);
+            let data = bytes_of(&t);
+            let mut whole = blob::export_dense(shape, dtype, q.as_ref(), &data).unwrap();
+            for (tag, b) in &regions {
+                blob::append_region(&mut whole, *tag, b).unwrap();
+            }
+            let (head, tail) =
+                blob::export_dense_split(shape, dtype, q.as_ref(), data.len(), &regions).unwrap();
+            let joined = [head.clone(), data.clone(), tail].concat();
+            assert_eq!(joined, whole, "{shape:?} {dtype} {q:?}");
+            // The view reads it in place: the bytes right after the head.
+            let v = blob::dense_view(&joined).unwrap();
+            assert_eq!(
+                (v.shape.as_slice(), v.dtype, v.data_offset, v.data),
+                (shape, dtype, head.len(), &data[..])
+            );
+            assert_eq!(v.quantization, q);
+        }
+    }
+    assert!(blob::export_dense_split(&[2, 2], DType::F32, None, 15, &[]).is_err());
+}
+
+#[test]
+fn a_dense_view_checks_what_import_checks() {
+    let t = filled(&[4, 6], DType::U16, 3);
+    let b = blob::export(&t, TransportMode::Inline).unwrap();
+    let v = blob::dense_view(&b).unwrap();
+    assert_eq!(v.data, &bytes_of(&t)[..]);
+    assert_eq!(v.cpu_access, t.cpu_access());
+    // Every single-byte corruption: the view refuses exactly what import refuses.
+    for at in 0..b.len() {
+        for x in [0x01u8, 0x80, 0xff] {
+            let mut m = b.clone();
+            m[at] ^= x;
+            let (iv, ii) = (blob::dense_view(&m).is_ok(), blob::import(&m).is_ok());
+            assert_eq!(iv, ii, "byte {at} ^ {x:#x}: view {iv}, import {ii}");
+        }
+    }
+    // An image or a reference blob is not viewed.
+    let img = TensorDyn::image(
+        4,
+        2,
+        edgefirst_tensor::PixelFormat::Gray8,
+        DType::U8,
+        CpuAccess::ReadWrite,
+        Some(TensorMemory::Mem),
+    )
+    .unwrap();
+    assert!(blob::dense_view(&blob::export(&img, TransportMode::Inline).unwrap()).is_err());
+    let shm = TensorDyn::new(&[8], DType::U8, Some(TensorMemory::Shm), None).unwrap();
+    assert!(blob::dense_view(&blob::export(&shm, TransportMode::Reference).unwrap()).is_err());
+}

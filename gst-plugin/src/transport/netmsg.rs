@@ -11,7 +11,7 @@ use crate::caps::{dims_string, TENSORS_MEDIA_TYPE};
 use crate::meta::{dtype_code, TensorInfo, TensorMeta};
 use crate::transport::wire::{self, Cursor, VideoLayout, CARRIED_FLAGS, NO_TIME, TENSOR_INFO_LEN, VIDEO_LEN};
 use edgefirst_tensor::preprocess::Quantization;
-use edgefirst_tensor::{blob, CpuAccess, DType, TensorMemory};
+use edgefirst_tensor::{blob, DType, TensorMemory};
 use gst_allocators::prelude::*;
 use std::borrow::Cow;
 use std::os::fd::{AsFd, IntoRawFd};
@@ -96,35 +96,44 @@ fn dense_bytes<'a>(map: &'a [u8], info: &TensorInfo, dtype: DType) -> Result<Cow
     }
 }
 
-/// `buffer` (with `caps`) as one message. A buffer with a tensor meta travels as that tensor
-/// (dense; the meta travels with dense strides and offset 0); one without, as its bytes
-/// (`uint8 [size]`) with its video meta.
-pub fn encode(buffer: &gst::BufferRef, caps: &gst::CapsRef) -> Result<Vec<u8>, String> {
+/// Where a message's tensor bytes come from.
+enum Data {
+    /// `len` bytes of the buffer from `offset`: shared, not copied.
+    Shared(usize, usize),
+    /// Gathered from a strided layout.
+    Owned(Vec<u8>),
+}
+
+/// The message for `buffer` (with `caps`) in three parts: the bytes before the tensor's, the
+/// tensor's, and the bytes after (padding and the `GSTM` region). A buffer with a tensor meta
+/// travels as that tensor (dense; the meta travels with dense strides and offset 0); one
+/// without, as its bytes (`uint8 [size]`) with its video meta.
+fn parts(buffer: &gst::BufferRef, caps: &gst::CapsRef) -> Result<(Vec<u8>, Data, Vec<u8>), String> {
     let map = buffer.map_readable().map_err(|_| "the buffer cannot be mapped for reading".to_string())?;
     let meta = buffer.meta::<TensorMeta>().map(|m| *m.info());
-    let (mut blob, info, video) = match meta {
+    let (shape, dtype, q, data, info, video) = match meta {
         Some(mut info) => {
             let dtype = info.dtype().ok_or_else(|| format!("tensor meta dtype code {}", info.dtype))?;
             let shape: Vec<usize> = info.shape().iter().map(|&d| d as usize).collect();
-            let bytes = dense_bytes(&map, &info, dtype)?;
+            let data = match dense_bytes(&map, &info, dtype)? {
+                Cow::Borrowed(b) => Data::Shared(b.as_ptr() as usize - map.as_ptr() as usize, b.len()),
+                Cow::Owned(v) => Data::Owned(v),
+            };
             // The blob's own quantization says what a non-GStreamer reader needs; per-channel
             // tables travel in the meta only (the meta does not name their axis).
-            let q =
-                (info.quant_channels == 1 && info.quant_scales[0].is_finite() && info.quant_scales[0] > 0.0)
-                    .then(|| Quantization::per_tensor(info.quant_scales[0], info.quant_zero_points[0]));
-            let blob = blob::export_dense(&shape, dtype, q.as_ref(), &bytes).map_err(|e| e.to_string())?;
-            let esz = dtype.size() as i64;
-            let mut acc = esz;
+            let (scale, zp) = (info.quant_scales[0], info.quant_zero_points[0]);
+            let q = (info.quant_channels == 1 && scale.is_finite() && scale > 0.0)
+                .then(|| Quantization::per_tensor(scale, zp));
+            let mut acc = dtype.size() as i64;
             for i in (0..shape.len()).rev() {
                 info.strides[i] = acc;
                 acc *= shape[i] as i64;
             }
             info.offset = 0;
-            (blob, Some(info), None)
+            (shape, dtype, q, data, Some(info), None)
         }
         None => {
-            let blob = blob::export_dense(&[map.len()], DType::U8, None, &map).map_err(|e| e.to_string())?;
-            (blob, None, wire::video_layout(buffer))
+            (vec![map.len()], DType::U8, None, Data::Shared(0, map.len()), None, wire::video_layout(buffer))
         }
     };
     drop(map);
@@ -148,8 +157,52 @@ pub fn encode(buffer: &gst::BufferRef, caps: &gst::CapsRef) -> Result<Vec<u8>, S
     if let Some(v) = &video {
         wire::encode_video(v, &mut r);
     }
-    blob::append_region(&mut blob, TAG, &r).map_err(|e| e.to_string())?;
-    Ok(blob)
+    let len = match &data {
+        Data::Shared(_, n) => *n,
+        Data::Owned(v) => v.len(),
+    };
+    let (head, tail) =
+        blob::export_dense_split(&shape, dtype, q.as_ref(), len, &[(TAG, &r)]).map_err(|e| e.to_string())?;
+    Ok((head, data, tail))
+}
+
+/// `buffer` (with `caps`) as one contiguous message (for a transport that takes one slice).
+pub fn encode(buffer: &gst::BufferRef, caps: &gst::CapsRef) -> Result<Vec<u8>, String> {
+    let (mut head, data, tail) = parts(buffer, caps)?;
+    match data {
+        Data::Shared(at, n) => {
+            let map =
+                buffer.map_readable().map_err(|_| "the buffer cannot be mapped for reading".to_string())?;
+            head.extend_from_slice(&map[at..at + n]);
+        }
+        Data::Owned(v) => head.extend_from_slice(&v),
+    }
+    head.extend_from_slice(&tail);
+    Ok(head)
+}
+
+/// `buffer` (with `caps`) as one message in a buffer of three memories, the middle one the
+/// input's own (shared, not copied) when its tensor is dense: a socket sink writes them with one
+/// `writev`, so the tensor is never copied into a message on the way out.
+pub fn encode_buffer(buffer: &gst::Buffer, caps: &gst::CapsRef) -> Result<gst::Buffer, String> {
+    let (head, data, tail) = parts(buffer, caps)?;
+    let mut out = gst::Buffer::from_mut_slice(head);
+    let middle = match data {
+        Data::Shared(_, 0) => None,
+        Data::Shared(at, n) => Some(
+            buffer
+                .copy_region(gst::BufferCopyFlags::MEMORY, at..at + n)
+                .map_err(|_| "the tensor's bytes cannot be shared".to_string())?,
+        ),
+        Data::Owned(v) => Some(gst::Buffer::from_mut_slice(v)),
+    };
+    if let Some(m) = middle {
+        out.append(m);
+    }
+    if !tail.is_empty() {
+        out.append(gst::Buffer::from_mut_slice(tail));
+    }
+    Ok(out)
 }
 
 /// What a message rebuilds.
@@ -207,21 +260,32 @@ fn tensor_caps(shape: &[usize], dtype: DType) -> gst::Caps {
         .build()
 }
 
-/// Rebuild the buffer a message carries. The tensor lands in a sealed memfd (one copy out of
-/// the received bytes) wrapped as fd memory, so it can go on to another process without a copy.
-pub fn decode(msg: &[u8], fdmem: &gst_allocators::FdAllocator) -> Result<Decoded, String> {
-    let regions = blob::appended_regions(msg).map_err(|e| e.to_string())?;
+/// Rebuild the buffer a message carries. A plain tensor (what the pay elements send) is pushed
+/// as a sub-buffer of the message, its bytes where they arrived; an image blob from another
+/// producer is imported into a sealed memfd wrapped as fd memory.
+pub fn decode(msg: &gst::Buffer, fdmem: &gst_allocators::FdAllocator) -> Result<Decoded, String> {
+    let map = msg.map_readable().map_err(|_| "the message cannot be mapped".to_string())?;
+    let regions = blob::appended_regions(&map).map_err(|e| e.to_string())?;
     let mut ours = regions.iter().filter(|(tag, _)| *tag == TAG);
     let region = match (ours.next(), ours.next()) {
         (Some((_, r)), None) => Some(region(r)?),
         (None, _) => None,
         (Some(_), Some(_)) => return Err("two GSTM regions".into()),
     };
-    let t = blob::import_with_memory(msg, TensorMemory::Shm).map_err(|e| e.to_string())?;
-    if t.is_multiplane() || t.batch_len().is_some() {
-        return Err("a network message carries one single-buffer tensor".into());
-    }
-    let (shape, dtype) = (t.shape().to_vec(), t.dtype());
+    let (mut buf, shape, dtype) = match blob::dense_view(&map) {
+        Ok(v) => {
+            let range = v.data_offset..v.data_offset + v.data.len();
+            let b = if range.is_empty() {
+                gst::Buffer::new()
+            } else {
+                msg.copy_region(gst::BufferCopyFlags::MEMORY, range).map_err(|_| "sub-buffer".to_string())?
+            };
+            (b, v.shape, v.dtype)
+        }
+        Err(edgefirst_tensor::Error::InvalidOperation(_)) => imported(&map, fdmem)?,
+        Err(e) => return Err(e.to_string()),
+    };
+    drop(map);
     let caps = match &region {
         Some(r) => {
             let caps = gst::Caps::from_str(&r.caps).map_err(|_| format!("caps {:?} do not parse", r.caps))?;
@@ -250,21 +314,7 @@ pub fn decode(msg: &[u8], fdmem: &gst_allocators::FdAllocator) -> Result<Decoded
             acc = acc.saturating_mul(shape[i] as i64);
         }
     }
-    let (offset, size) = (t.byte_offset(), t.size());
-    let mut buf = gst::Buffer::new();
-    let b = buf.get_mut().expect("new buffer");
-    if size > 0 {
-        let fd =
-            t.fd().ok_or("the import has no fd")?.as_fd().try_clone_to_owned().map_err(|e| e.to_string())?;
-        // Read access is what the import declared; the memfd itself is ours.
-        debug_assert!(t.cpu_access() != CpuAccess::None);
-        let end = offset.checked_add(size).ok_or("size overflows")?;
-        let mut mem = unsafe { fdmem.alloc_fd(fd.into_raw_fd(), end, gst_allocators::FdMemoryFlags::NONE) }
-            .map_err(|e| e.to_string())?;
-        mem.get_mut().expect("new memory").resize(offset..end);
-        b.append_memory(mem);
-    }
-    drop(t);
+    let b = buf.make_mut();
     if let Some(r) = region {
         let time = |t: u64| (t != NO_TIME).then(|| gst::ClockTime::from_nseconds(t));
         b.set_pts(time(r.pts));
@@ -279,4 +329,28 @@ pub fn decode(msg: &[u8], fdmem: &gst_allocators::FdAllocator) -> Result<Decoded
         }
     }
     Ok(Decoded { buffer: buf, caps })
+}
+
+/// A blob `dense_view` does not read (an image): imported into a sealed memfd.
+fn imported(
+    bytes: &[u8],
+    fdmem: &gst_allocators::FdAllocator,
+) -> Result<(gst::Buffer, Vec<usize>, DType), String> {
+    let t = blob::import_with_memory(bytes, TensorMemory::Shm).map_err(|e| e.to_string())?;
+    if t.is_multiplane() || t.batch_len().is_some() {
+        return Err("a network message carries one single-buffer tensor".into());
+    }
+    let (shape, dtype) = (t.shape().to_vec(), t.dtype());
+    let (offset, size) = (t.byte_offset(), t.size());
+    let mut buf = gst::Buffer::new();
+    if size > 0 {
+        let fd =
+            t.fd().ok_or("the import has no fd")?.as_fd().try_clone_to_owned().map_err(|e| e.to_string())?;
+        let end = offset.checked_add(size).ok_or("size overflows")?;
+        let mut mem = unsafe { fdmem.alloc_fd(fd.into_raw_fd(), end, gst_allocators::FdMemoryFlags::NONE) }
+            .map_err(|e| e.to_string())?;
+        mem.get_mut().expect("new memory").resize(offset..end);
+        buf.get_mut().expect("new buffer").append_memory(mem);
+    }
+    Ok((buf, shape, dtype))
 }

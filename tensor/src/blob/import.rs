@@ -416,7 +416,15 @@ enum Handles<'a> {
     Received(Vec<(i64, &'a OwnedFd)>),
 }
 
-fn build(p: Parsed<'_>, memory: TensorMemory, fds: Option<&[OwnedFd]>) -> Result<TensorDyn> {
+/// What `build` checks of the header and the records before it builds anything.
+struct Checked {
+    access: CpuAccess,
+    dtype: DType,
+    kind: TensorMemory,
+    inline: bool,
+}
+
+fn check(p: &Parsed<'_>, fds: Option<&[OwnedFd]>) -> Result<Checked> {
     let h = &p.h;
     let access = cpu_access_from_code(h.cpu_access)
         .ok_or_else(|| malformed("cpu_access", format!("unknown code {}", h.cpu_access)))?;
@@ -493,6 +501,11 @@ fn build(p: Parsed<'_>, memory: TensorMemory, fds: Option<&[OwnedFd]>) -> Result
     if !inline && !matches!(kind, TensorMemory::Shm | TensorMemory::DmaBuf) {
         return Err(malformed("storage_kind", format!("{kind} has no fd to reference")));
     }
+    Ok(Checked { access, dtype, kind, inline })
+}
+
+fn build(p: Parsed<'_>, memory: TensorMemory, fds: Option<&[OwnedFd]>) -> Result<TensorDyn> {
+    let Checked { access, dtype, kind, inline } = check(&p, fds)?;
     let handles = match fds {
         None => Handles::Local,
         Some(fds) => {
@@ -512,7 +525,7 @@ fn build(p: Parsed<'_>, memory: TensorMemory, fds: Option<&[OwnedFd]>) -> Result
         }
     };
     let shape = p.shape.iter().map(|&d| to_usize(d, "shape")).collect::<Result<Vec<_>>>()?;
-    let quant = quantization(&shape, h.quant_axis, &p.scales, &p.zps)?;
+    let quant = quantization(&shape, p.h.quant_axis, &p.scales, &p.zps)?;
     let color = colorimetry(p.strings[3], p.strings[4])?;
     let format = match p.strings[0] {
         "" => None,
@@ -531,6 +544,65 @@ fn build(p: Parsed<'_>, memory: TensorMemory, fds: Option<&[OwnedFd]>) -> Result
     Ok(t)
 }
 
+/// A plain tensor's one record against its shape: dense strides, its row pitch, its size.
+fn plain_checks(shape: &[usize], dtype: DType, strides: &[i64], r: &Record<'_>) -> Result<usize> {
+    let bytes = byte_count(shape, dtype).map_err(|e| malformed("shape", e.to_string()))?;
+    let dense = byte_strides(shape, dtype.size(), None);
+    if !strides.is_empty() && !strides.iter().copied().eq(dense.iter().map(|&s| s as i64)) {
+        return Err(malformed("strides", format!("{strides:?}: a plain tensor is dense, {dense:?}")));
+    }
+    let row = plain_row_stride(shape, dtype).ok_or_else(|| malformed("shape", "the row stride overflows"))?;
+    if r.stride != row as u64 {
+        return Err(malformed("stride", format!("{}, but rows of {shape:?} are {row} bytes", r.stride)));
+    }
+    if r.size != bytes as u64 {
+        return Err(malformed("size", format!("{}, but {shape:?} {dtype} is {bytes} bytes", r.size)));
+    }
+    Ok(bytes)
+}
+
+/// An inline blob of a plain tensor, read where it lies: everything [`import`] checks, checked,
+/// and the tensor's bytes borrowed from the blob instead of copied (a receiver that already
+/// holds the message, e.g. a network buffer, hands them on as they are).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DenseView<'a> {
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    pub quantization: Option<Quantization>,
+    pub cpu_access: CpuAccess,
+    /// The tensor's bytes, dense in C order.
+    pub data: &'a [u8],
+    /// Where `data` starts in the blob.
+    pub data_offset: usize,
+}
+
+/// Read an inline plain-tensor blob without copying its bytes. An image blob or a reference
+/// blob is refused (`import` reads those).
+pub fn dense_view(blob: &[u8]) -> Result<DenseView<'_>> {
+    let p = parse(blob)?;
+    let c = check(&p, None)?;
+    if !c.inline {
+        return Err(Error::InvalidOperation("a reference blob has no bytes to view: import it".into()));
+    }
+    if !p.strings[0].is_empty() {
+        return Err(Error::InvalidOperation(format!(
+            "a {} image is not a plain tensor: import it",
+            p.strings[0]
+        )));
+    }
+    colorimetry(p.strings[3], p.strings[4])?;
+    let shape = p.shape.iter().map(|&d| to_usize(d, "shape")).collect::<Result<Vec<_>>>()?;
+    let quantization = quantization(&shape, p.h.quant_axis, &p.scales, &p.zps)?;
+    let [r] = &p.planes[..] else {
+        return Err(malformed("plane_count", format!("{}: a plain tensor is one plane", p.planes.len())));
+    };
+    plain_checks(&shape, c.dtype, &p.strides, r)?;
+    let data = r.data;
+    // Both slices are of `blob`, so the offset is their distance.
+    let data_offset = data.as_ptr() as usize - blob.as_ptr() as usize;
+    Ok(DenseView { shape, dtype: c.dtype, quantization, cpu_access: c.access, data, data_offset })
+}
+
 struct Ctx<'a> {
     handles: Handles<'a>,
     kind: TensorMemory,
@@ -545,22 +617,7 @@ impl Ctx<'_> {
         let [r] = planes else {
             return Err(malformed("plane_count", format!("{}: a plain tensor is one plane", planes.len())));
         };
-        let bytes = byte_count(&shape, self.dtype).map_err(|e| malformed("shape", e.to_string()))?;
-        let dense = byte_strides(&shape, self.dtype.size(), None);
-        if !strides.is_empty() && !strides.iter().copied().eq(dense.iter().map(|&s| s as i64)) {
-            return Err(malformed("strides", format!("{strides:?}: a plain tensor is dense, {dense:?}")));
-        }
-        let row = plain_row_stride(&shape, self.dtype)
-            .ok_or_else(|| malformed("shape", "the row stride overflows"))?;
-        if r.stride != row as u64 {
-            return Err(malformed("stride", format!("{}, but rows of {shape:?} are {row} bytes", r.stride)));
-        }
-        if r.size != bytes as u64 {
-            return Err(malformed(
-                "size",
-                format!("{}, but {shape:?} {} is {bytes} bytes", r.size, self.dtype),
-            ));
-        }
+        let bytes = plain_checks(&shape, self.dtype, strides, r)?;
         if !self.inline {
             let mut t = over_handle(r, &self.handles, self.kind, shape, self.dtype, self.access)?;
             t.plane_offset = Some(to_usize(r.offset, "offset")?).filter(|&o| o != 0);

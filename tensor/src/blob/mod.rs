@@ -45,7 +45,7 @@ pub const STRINGS: [&str; 5] = ["format", "color_space", "color_transfer", "colo
 
 /// Byte offsets of the header fields.
 mod import;
-pub use import::{appended_regions, import, import_with_fds, import_with_memory};
+pub use import::{appended_regions, dense_view, import, import_with_fds, import_with_memory, DenseView};
 
 pub mod header {
     pub const TOTAL_LEN: usize = 0;
@@ -431,6 +431,69 @@ pub fn export_dense(
             data,
         }],
     })
+}
+
+/// The blob of [`export_dense`] followed by `regions` (as [`append_region`] adds them), in two
+/// parts that go around the tensor's bytes: `head ++ data ++ tail` is that blob byte for byte.
+/// A sender that writes its buffers with scatter-gather I/O (a GStreamer buffer of several
+/// memories on a socket) then sends the tensor without copying it into a message first.
+pub fn export_dense_split(
+    shape: &[usize],
+    dtype: DType,
+    quantization: Option<&Quantization>,
+    data_len: usize,
+    regions: &[([u8; 4], &[u8])],
+) -> Result<(Vec<u8>, Vec<u8>)> {
+    let need = shape.iter().try_fold(dtype.size(), |a, &d| a.checked_mul(d));
+    if need != Some(data_len) {
+        return Err(Error::InvalidArgument(format!(
+            "{data_len} bytes for a {dtype} tensor of shape {shape:?}"
+        )));
+    }
+    let len32 = u32::try_from(data_len).map_err(|_| {
+        Error::InvalidOperation(format!(
+            "an inline plane of {data_len} bytes exceeds the 4 GiB a plane record can carry"
+        ))
+    })?;
+    let stride = plain_row_stride(shape, dtype)
+        .ok_or_else(|| Error::InvalidOperation(format!("the row stride of shape {shape:?} overflows")))?;
+    // The blob as if the plane were empty, then its lengths made the real ones: the record is
+    // the last thing written and already 8-aligned, so the bytes go right after it.
+    let mut head = write(&Parts {
+        shape,
+        strides: &[],
+        quant: quant_fields(shape, quantization)?,
+        strings: [""; 5],
+        storage_kind: TensorMemory::Mem,
+        pid: 0,
+        dtype,
+        access: CpuAccess::ReadWrite,
+        planes: vec![OutPlane {
+            handle: INLINE_HANDLE,
+            offset: 0,
+            stride: stride as u64,
+            size: data_len as u64,
+            data: &[],
+        }],
+    })?;
+    let record = head.len() - PLANE_RECORD_LEN;
+    head[record + plane::DATA_LEN..record + plane::DATA_LEN + 4].copy_from_slice(&len32.to_le_bytes());
+    let pad = align(data_len, 8) - data_len;
+    let planes_bytes = (PLANE_RECORD_LEN + data_len + pad) as u64;
+    head[header::PLANES_BYTES..header::PLANES_BYTES + 8].copy_from_slice(&planes_bytes.to_le_bytes());
+    let mut tail = vec![0u8; pad];
+    for (tag, bytes) in regions {
+        let n = u32::try_from(bytes.len())
+            .map_err(|_| Error::InvalidOperation(format!("an appended region of {} bytes", bytes.len())))?;
+        tail.extend_from_slice(tag);
+        tail.extend_from_slice(&n.to_le_bytes());
+        tail.extend_from_slice(bytes);
+        // Aligned in the whole blob: the head is, so the data and the tail together must be.
+        tail.resize(align(data_len + tail.len(), 8) - data_len, 0);
+    }
+    let total = (head.len() + data_len + tail.len()) as u64;
+    head[header::TOTAL_LEN..header::TOTAL_LEN + 8].copy_from_slice(&total.to_le_bytes());
+    Ok((head, tail))
 }
 
 /// Append a tagged region to a finished blob (after the plane records, or after the regions

@@ -171,10 +171,7 @@ impl EdgeFirstTensorDepay {
                 }
                 let msg = st.adapter.take_buffer(len).map_err(|_| gst::FlowError::Error)?;
                 st.synced = true;
-                let decoded = msg
-                    .map_readable()
-                    .map_err(|_| "the message cannot be mapped".to_string())
-                    .and_then(|m| netmsg::decode(&m, &self.fdmem));
+                let decoded = netmsg::decode(&msg, &self.fdmem);
                 match decoded {
                     Ok(d) => {
                         if st.caps.as_ref() != Some(&d.caps) {

@@ -71,7 +71,7 @@ impl EdgeFirstTensorPay {
             gst::element_imp_error!(self, gst::CoreError::Negotiation, ["a buffer before any caps"]);
             return Err(gst::FlowError::NotNegotiated);
         };
-        let msg = match netmsg::encode(&buffer, &caps) {
+        let mut out = match netmsg::encode_buffer(&buffer, &caps) {
             Ok(m) => m,
             Err(e) => {
                 gst::element_imp_error!(
@@ -82,15 +82,15 @@ impl EdgeFirstTensorPay {
                 return Err(gst::FlowError::Error);
             }
         };
-        let len = msg.len() as u64;
-        let mut out = gst::Buffer::from_mut_slice(msg);
+        let len = out.size() as u64;
         {
-            let o = out.get_mut().expect("new buffer");
+            let o = out.make_mut();
             o.set_pts(buffer.pts());
             o.set_dts(buffer.dts());
             o.set_duration(buffer.duration());
             o.set_offset(buffer.offset());
             // Every message stands alone: a receiver may start at any of them.
+            o.unset_flags(gst::BufferFlags::all());
             o.set_flags(buffer.flags() & (gst::BufferFlags::DISCONT | gst::BufferFlags::LIVE));
         }
         gst::trace!(CAT, imp = self, "message of {len} bytes");

@@ -235,10 +235,13 @@ impl EdgeFirstZenohSrc {
             self.drop_message(format!("{} bytes exceed max-size ({})", bytes.len(), s.max_size));
             return Ok(Next::Wait);
         }
-        let d = match netmsg::decode(&bytes, &self.fdmem) {
+        // Zenoh owns the payload; the one copy makes it a buffer the tensor can be a part of.
+        let n = bytes.len();
+        let msg = gst::Buffer::from_mut_slice(bytes.into_owned());
+        let d = match netmsg::decode(&msg, &self.fdmem) {
             Ok(d) => d,
             Err(e) => {
-                self.drop_message(format!("{} bytes: {e}", bytes.len()));
+                self.drop_message(format!("{n} bytes: {e}"));
                 return Ok(Next::Wait);
             }
         };
