@@ -241,6 +241,34 @@ fn rtp_over_udp_carries_frames_through_rtpgstpay() {
     cons.set_state(gst::State::Null).unwrap();
 }
 
+#[test]
+fn an_rtp_consumer_killed_and_restarted_mid_stream_picks_up() {
+    let _s = serial();
+    init();
+    let port = free_udp_port();
+    let (prod, rec) = producer(
+        100,
+        0,
+        &format!("edgefirsttensorpay ! rtpgstpay config-interval=1 ! udpsink host=127.0.0.1 port={port}"),
+    );
+    prod.set_state(gst::State::Playing).unwrap();
+    for round in 0..3 {
+        let (cons, out) = consumer(&format!(
+            "udpsrc address=127.0.0.1 port={port} buffer-size=4194304 \
+             caps=\"application/x-rtp,media=application,clock-rate=90000,encoding-name=X-GST\" \
+             ! rtpgstdepay ! edgefirsttensordepay name=depay"
+        ));
+        cons.set_state(gst::State::Playing).unwrap();
+        for _ in 0..10 {
+            let (pts, got) = pull_seen(&out, 10).unwrap_or_else(|| panic!("round {round}: a frame"));
+            check_against(&rec, pts, &got);
+        }
+        assert_eq!(by_name(&cons, "depay").property::<u64>("messages-dropped"), 0);
+        cons.set_state(gst::State::Null).unwrap();
+    }
+    prod.set_state(gst::State::Null).unwrap();
+}
+
 /// splitmix64, so a failing case is reproducible from its index.
 struct Rng(u64);
 

@@ -109,6 +109,34 @@ fn a_producer_that_vanishes_ends_the_stream_or_is_waited_for() {
     cons.set_state(gst::State::Null).unwrap();
 }
 
+#[test]
+fn a_consumer_killed_and_restarted_mid_stream_picks_up() {
+    let _s = serial();
+    init();
+    // The producer listens here, so consumers can come and go while it runs.
+    let (k, port) = (key("restart"), free_tcp_port());
+    let (prod, rec) = producer(
+        100,
+        0,
+        &format!("edgefirstzenohsink key-expr={k} listen=tcp/127.0.0.1:{port} multicast-scouting=false"),
+    );
+    prod.set_state(gst::State::Playing).unwrap();
+    for round in 0..3 {
+        let (cons, out) = consumer(&format!(
+            "edgefirstzenohsrc key-expr={k} connect=tcp/127.0.0.1:{port} multicast-scouting=false"
+        ));
+        cons.set_state(gst::State::Playing).unwrap();
+        for _ in 0..10 {
+            let (pts, got) = pull_seen(&out, 10).unwrap_or_else(|| panic!("round {round}: a frame"));
+            check_against(&rec, pts, &got);
+        }
+        // Killed: its session just goes.
+        cons.set_state(gst::State::Null).unwrap();
+    }
+    assert!(bus_has(&prod, &[gst::MessageType::Error], 0).is_none(), "the producer never noticed");
+    prod.set_state(gst::State::Null).unwrap();
+}
+
 fn message(i: u64) -> Vec<u8> {
     let caps =
         gst::Caps::builder("other/tensors").field("types", "uint8").field("dimensions", "3:8:4:1").build();
