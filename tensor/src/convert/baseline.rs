@@ -400,7 +400,7 @@ pub(super) fn multitap_row(
             }
         }
     }
-    for (k, comp) in comps.iter().enumerate() {
+    for (k, comp) in comps.iter().enumerate().filter(|&(k, _)| m.blended[k]) {
         let axis = usize::from(comp.chroma);
         let rows = &m.rows[axis];
         let (kv, n) = (rows.taps, m.cols[axis].first.len());

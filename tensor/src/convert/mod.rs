@@ -410,7 +410,10 @@ impl Converter {
                     true => format.plane_sampling(p, 1).row_bytes(src_w),
                     false => 0,
                 });
-                Some(MultiTap::new([cl, cc], [rl, rc], &comps, row_len, filter.round_between))
+                let mut plan = MultiTap::new([cl, cc], [rl, rc], &comps, row_len, filter.round_between);
+                // Alpha is the fourth component of an RGBA source; only an RGBA output reads it.
+                plan.blended[3] = dst.colorspace == Colorspace::Rgba;
+                Some(plan)
             }
             None => None,
         };
