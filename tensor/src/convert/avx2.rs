@@ -484,24 +484,36 @@ unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, con
 /// writable values.
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn multitap(rows: &[&[u8]], plan: &Blocks, pil: bool, out: &[[*mut f32; 4]]) -> usize {
-    let mut done = plan.done;
-    for (row, out) in rows.iter().zip(out) {
-        done = done.min(unsafe { multitap_row(row, plan, pil, *out) });
+    assert!(
+        rows.len() == out.len() && rows.iter().all(|r| plan.reach <= r.len()),
+        "loads stay inside the rows"
+    );
+    let members = out.first().map_or(0, |o| o.iter().take_while(|p| !p.is_null()).count());
+    // Three rows share the controls and weights where their windows leave registers for it (a
+    // window of three or four pieces per row would not: one row at a time there).
+    let three = rows.len() == 3 && plan.pieces <= 2;
+    macro_rules! by_rows {
+        ($l:expr, $pil:expr, $m:expr) => {
+            match three {
+                true => unsafe { multitap_blocks::<$l, $pil, $m, 3>(rows, plan, out) },
+                false => {
+                    let mut done = plan.done;
+                    for i in 0..rows.len() {
+                        let one = unsafe { multitap_blocks::<$l, $pil, $m, 1>(&rows[i..], plan, &out[i..]) };
+                        done = done.min(one);
+                    }
+                    done
+                }
+            }
+        };
     }
-    done
-}
-
-#[inline(always)]
-unsafe fn multitap_row(row: &[u8], plan: &Blocks, pil: bool, out: [*mut f32; 4]) -> usize {
-    assert!(plan.reach <= row.len(), "loads stay inside the row");
-    let members = out.iter().take_while(|p| !p.is_null()).count();
     macro_rules! by_pieces {
         ($pil:expr, $m:expr) => {
             match plan.pieces {
-                1 => unsafe { multitap_blocks::<1, $pil, $m>(row, plan, out) },
-                2 => unsafe { multitap_blocks::<2, $pil, $m>(row, plan, out) },
-                3 => unsafe { multitap_blocks::<3, $pil, $m>(row, plan, out) },
-                _ => unsafe { multitap_blocks::<4, $pil, $m>(row, plan, out) },
+                1 => by_rows!(1, $pil, $m),
+                2 => by_rows!(2, $pil, $m),
+                3 => by_rows!(3, $pil, $m),
+                _ => by_rows!(4, $pil, $m),
             }
         };
     }
@@ -517,13 +529,14 @@ unsafe fn multitap_row(row: &[u8], plan: &Blocks, pil: bool, out: [*mut f32; 4])
     }
 }
 
+/// Rows `rows[..R]` into `out[..R]` (see `multitap`).
 #[inline(always)]
-unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize>(
-    row: &[u8],
+unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const R: usize>(
+    rows: &[&[u8]],
     plan: &Blocks,
-    out: [*mut f32; 4],
+    out: &[[*mut f32; 4]],
 ) -> usize {
-    assert!(plan.pieces == L);
+    assert!(plan.pieces == L && rows.len() >= R && out.len() >= R);
     let pairs = plan.pairs;
     let blocks = plan.targets.len().min(plan.lane_bases.len());
     assert!(plan.shuf.len() >= blocks * pairs * L && plan.hi.len() >= blocks * pairs * 8);
@@ -533,54 +546,66 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize>(
     let half = _mm256_set1_epi32(PIL_HALF);
     let top = _mm256_set1_epi32(255);
     let (hi, lo, controls) = (plan.hi.as_ptr(), plan.lo.as_ptr(), plan.shuf.as_ptr());
+    let row: [*const u8; R] = std::array::from_fn(|i| rows[i].as_ptr());
     for b in 0..blocks {
         unsafe {
             let [s0, s1] = *plan.lane_bases.get_unchecked(b);
-            let (r0, r1) = (row.as_ptr().add(s0 as usize), row.as_ptr().add(s1 as usize));
-            let mut v = [zero; L];
-            for (q, v) in v.iter_mut().enumerate() {
-                *v = _mm256_loadu2_m128i(r1.add(16 * q) as *const __m128i, r0.add(16 * q) as *const __m128i);
+            let mut v = [[zero; L]; R];
+            for i in 0..R {
+                let (r0, r1) = (row[i].add(s0 as usize), row[i].add(s1 as usize));
+                for (q, v) in v[i].iter_mut().enumerate() {
+                    *v = _mm256_loadu2_m128i(
+                        r1.add(16 * q) as *const __m128i,
+                        r0.add(16 * q) as *const __m128i,
+                    );
+                }
             }
-            let (mut sh, mut sl) = (zero, zero);
+            let (mut sh, mut sl) = ([zero; R], [zero; R]);
             for p in 0..pairs {
                 let at = b * pairs + p;
                 let ctl = controls.add(at * L);
-                let mut t = _mm256_shuffle_epi8(v[0], _mm256_load_si256(ctl as *const __m256i));
-                for q in 1..L {
-                    let u = _mm256_shuffle_epi8(v[q], _mm256_load_si256(ctl.add(q) as *const __m256i));
-                    t = _mm256_or_si256(t, u);
-                }
+                let c: [__m256i; L] =
+                    std::array::from_fn(|q| _mm256_load_si256(ctl.add(q) as *const __m256i));
                 let wh = _mm256_loadu_si256(hi.add(8 * at) as *const __m256i);
-                sh = _mm256_add_epi32(sh, _mm256_madd_epi16(t, wh));
-                if PIL {
-                    let wl = _mm256_loadu_si256(lo.add(8 * at) as *const __m256i);
-                    sl = _mm256_add_epi32(sl, _mm256_madd_epi16(t, wl));
+                let wl = if PIL { _mm256_loadu_si256(lo.add(8 * at) as *const __m256i) } else { zero };
+                for i in 0..R {
+                    let mut t = _mm256_shuffle_epi8(v[i][0], c[0]);
+                    for q in 1..L {
+                        t = _mm256_or_si256(t, _mm256_shuffle_epi8(v[i][q], c[q]));
+                    }
+                    sh[i] = _mm256_add_epi32(sh[i], _mm256_madd_epi16(t, wh));
+                    if PIL {
+                        sl[i] = _mm256_add_epi32(sl[i], _mm256_madd_epi16(t, wl));
+                    }
                 }
             }
-            let v = match PIL {
-                true => {
-                    let s = _mm256_add_epi32(
-                        _mm256_add_epi32(_mm256_slli_epi32::<{ PIL_SPLIT as i32 }>(sh), sl),
-                        half,
-                    );
-                    let s = _mm256_srai_epi32::<{ PIL_SHIFT as i32 }>(s);
-                    _mm256_cvtepi32_ps(_mm256_min_epi32(_mm256_max_epi32(s, zero), top))
-                }
-                false => _mm256_mul_ps(_mm256_cvtepi32_ps(sh), unit),
-            };
-            // The lanes of `Blocks::new`: one member's eight outputs, two members' four, or
-            // (three or four members) two blocks per four outputs, members 0-1 then 2-3.
-            match M {
-                1 => _mm256_storeu_ps(out[0].add(8 * b), v),
-                2 => {
-                    _mm_storeu_ps(out[0].add(4 * b), _mm256_castps256_ps128(v));
-                    _mm_storeu_ps(out[1].add(4 * b), _mm256_extractf128_ps::<1>(v));
-                }
-                _ => {
-                    let (x, m) = (4 * (b / 2), 2 * (b % 2));
-                    _mm_storeu_ps(out[m].add(x), _mm256_castps256_ps128(v));
-                    if m + 1 < M {
-                        _mm_storeu_ps(out[m + 1].add(x), _mm256_extractf128_ps::<1>(v));
+            for i in 0..R {
+                let v = match PIL {
+                    true => {
+                        let s = _mm256_add_epi32(
+                            _mm256_add_epi32(_mm256_slli_epi32::<{ PIL_SPLIT as i32 }>(sh[i]), sl[i]),
+                            half,
+                        );
+                        let s = _mm256_srai_epi32::<{ PIL_SHIFT as i32 }>(s);
+                        _mm256_cvtepi32_ps(_mm256_min_epi32(_mm256_max_epi32(s, zero), top))
+                    }
+                    false => _mm256_mul_ps(_mm256_cvtepi32_ps(sh[i]), unit),
+                };
+                let out = out[i];
+                // The lanes of `Blocks::new`: one member's eight outputs, two members' four, or
+                // (three or four members) two blocks per four outputs, members 0-1 then 2-3.
+                match M {
+                    1 => _mm256_storeu_ps(out[0].add(8 * b), v),
+                    2 => {
+                        _mm_storeu_ps(out[0].add(4 * b), _mm256_castps256_ps128(v));
+                        _mm_storeu_ps(out[1].add(4 * b), _mm256_extractf128_ps::<1>(v));
+                    }
+                    _ => {
+                        let (x, m) = (4 * (b / 2), 2 * (b % 2));
+                        _mm_storeu_ps(out[m].add(x), _mm256_castps256_ps128(v));
+                        if m + 1 < M {
+                            _mm_storeu_ps(out[m + 1].add(x), _mm256_extractf128_ps::<1>(v));
+                        }
                     }
                 }
             }
