@@ -200,13 +200,16 @@ impl Simd {
 pub struct KernelCounts {
     /// Component samples read straight from the frame's bytes by a vector sampling kernel (one
     /// per component and content column; columns after the last whole block are not counted).
+    /// For the multi-tap filters: the horizontal pass's outputs made by the level's blocks, one
+    /// per component, content column and filtered source row.
     pub sampled: u64,
     /// Content pixels coloured, normalized and stored by a fused vector finish loop.
     pub finished: u64,
 }
 // The multi-tap filters (`Interpolation::Area`, `BilinearAntialias`, `Bicubic`, `BicubicOpencv`)
-// sample with the baseline loops at every level: their `sampled` stays 0, while the finish is the
-// level's. Every level then gives the same bytes because it runs the same sampling code.
+// sample with the level's blocks (`plan::TapGroup`) where the taps fit their windows and with the
+// baseline loops elsewhere; both compute the same exact integer sums, so every level gives the
+// same bytes.
 
 /// Per band: the vertically interpolated plane rows and the per-channel rows of one output row.
 struct Scratch {
@@ -622,9 +625,7 @@ impl Converter {
 
     /// What the level's explicit vector kernels have made since the converter was built, over
     /// every band: the baseline counts nothing, so a level that silently ran the plain loops
-    /// shows zeros (the tests check that each level's kernels are taken). The multi-tap filters
-    /// (area, bilinear-antialias, bicubic, bicubic-opencv) sample with the baseline loops at every
-    /// level for now, so their `sampled` stays 0; their finish is the level's.
+    /// shows zeros (the tests check that each level's kernels are taken).
     pub fn kernel_counts(&self) -> KernelCounts {
         self.scratch.iter().fold(KernelCounts::default(), |sum, s| {
             let c = s.lock().unwrap().counts;
