@@ -180,6 +180,8 @@ fn shuffle_plans_pick_every_tap() {
 /// where the kernels' store rule puts it. Every output the blocks cover equals the scalar loops'
 /// sum, the lanes follow that rule, and no window passes the row.
 #[test]
+// Lanes, words and blocks index parallel tables.
+#[allow(clippy::needless_range_loop)]
 fn tap_blocks_give_the_scalar_sums() {
     use crate::preprocess::Interpolation as I;
     let mut checked = [0usize; 2];
