@@ -342,11 +342,7 @@ fn multitap_horizontal(
     }
     #[cfg(target_arch = "aarch64")]
     if let Some(plan) = g.b8.as_ref().filter(|p| c.neon() && fits(p.reach)) {
-        let mut done = plan.done;
-        for (row, out) in rows.iter().zip(out) {
-            done = done.min(unsafe { neon::multitap(row, plan, pil, *out) });
-        }
-        return done;
+        return unsafe { neon::multitap(rows, plan, pil, out) };
     }
     let _ = (c, rows, out, pil, g, fits);
     0

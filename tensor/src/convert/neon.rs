@@ -330,25 +330,45 @@ unsafe fn values<const K: u8, const CS: u8, const OUT: u8>(
     ch
 }
 
-/// A multi-tap filter's horizontal pass over one source row (`row`: its bytes) for one group
+/// A multi-tap filter's horizontal pass over source rows `rows` (each its bytes) for one group
 /// (`plan::TapGroup`), through the AVX2 level's blocks (`Blocks` of two lanes): per lane its
 /// window as `pieces` 16-byte registers, per tap pair one `tbl` over them and two `smlal` (four
 /// for PIL's split weights) into i32, the pairs' products summed by one `addp` at the end; the
-/// arithmetic of `avx2::multitap`, exact in i32. Returns the outputs each member has from the
-/// blocks.
+/// arithmetic of `avx2::multitap`, exact in i32. Three rows share each block's controls and
+/// weights, as on x86 (where one row per call spent most of its time loading them). Returns the
+/// outputs each member has from the blocks.
 ///
 /// # Safety
-/// `out` holds the group's members' rows (null past them), each `plan.done` writable values.
-pub(super) unsafe fn multitap(row: &[u8], plan: &Blocks, pil: bool, out: [*mut f32; 4]) -> usize {
-    assert!(plan.reach <= row.len(), "loads stay inside the row");
-    let members = out.iter().take_while(|p| !p.is_null()).count();
+/// `out[i]` holds the group's members' rows for row `i` (null past them), each `plan.done`
+/// writable values.
+pub(super) unsafe fn multitap(rows: &[&[u8]], plan: &Blocks, pil: bool, out: &[[*mut f32; 4]]) -> usize {
+    assert!(
+        rows.len() == out.len() && rows.iter().all(|r| plan.reach <= r.len()),
+        "loads stay inside the rows"
+    );
+    let members = out.first().map_or(0, |o| o.iter().take_while(|p| !p.is_null()).count());
+    macro_rules! by_rows {
+        ($l:expr, $pil:expr, $m:expr) => {
+            match rows.len() {
+                3 => unsafe { multitap_blocks::<$l, $pil, $m, 3>(rows, plan, out) },
+                _ => {
+                    let mut done = plan.done;
+                    for i in 0..rows.len() {
+                        let one = unsafe { multitap_blocks::<$l, $pil, $m, 1>(&rows[i..], plan, &out[i..]) };
+                        done = done.min(one);
+                    }
+                    done
+                }
+            }
+        };
+    }
     macro_rules! by_pieces {
         ($pil:expr, $m:expr) => {
             match plan.pieces {
-                1 => unsafe { multitap_blocks::<1, $pil, $m>(row, plan, out) },
-                2 => unsafe { multitap_blocks::<2, $pil, $m>(row, plan, out) },
-                3 => unsafe { multitap_blocks::<3, $pil, $m>(row, plan, out) },
-                _ => unsafe { multitap_blocks::<4, $pil, $m>(row, plan, out) },
+                1 => by_rows!(1, $pil, $m),
+                2 => by_rows!(2, $pil, $m),
+                3 => by_rows!(3, $pil, $m),
+                _ => by_rows!(4, $pil, $m),
             }
         };
     }
@@ -377,15 +397,15 @@ unsafe fn lookup<const L: usize>(t: &[uint8x16_t; 4], idx: uint8x16_t) -> uint8x
     }
 }
 
-/// One loop per window size `L`, weights (`PIL`) and member count `M` (its lanes' stores).
-/// Not inlined, as `sample_blocks`.
+/// One loop per window size `L`, weights (`PIL`), member count `M` (its lanes' stores) and rows
+/// per call `R`. Not inlined, as `sample_blocks`.
 #[inline(never)]
-unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize>(
-    row: &[u8],
+unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const R: usize>(
+    rows: &[&[u8]],
     plan: &Blocks,
-    out: [*mut f32; 4],
+    out: &[[*mut f32; 4]],
 ) -> usize {
-    assert!(plan.pieces == L && (1..=4).contains(&L));
+    assert!(plan.pieces == L && (1..=4).contains(&L) && rows.len() >= R && out.len() >= R);
     let pairs = plan.pairs;
     let blocks = plan.targets.len().min(plan.lane_bases.len());
     assert!(plan.tbl.len() >= blocks * pairs && plan.hi.len() >= blocks * pairs * 8);
@@ -397,44 +417,51 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize>(
         for b in 0..blocks {
             let starts = *plan.lane_bases.get_unchecked(b);
             for l in 0..2 {
-                let at = row.as_ptr().add(starts[l] as usize);
-                let mut t = [vdupq_n_u8(0); 4];
-                for q in 0..L {
-                    t[q] = vld1q_u8(at.add(16 * q));
-                }
-                let (mut h0, mut h1, mut l0, mut l1) = (zero, zero, zero, zero);
-                for p in 0..pairs {
-                    let k = b * pairs + p;
-                    // Taps as (a, b) i16 pairs of four outputs; the weights' pairs likewise.
-                    let v = vreinterpretq_s16_u8(lookup::<L>(&t, vld1q_u8(controls.add(32 * k + 16 * l))));
-                    let wh = vld1q_s16(hi.add(8 * k + 4 * l) as *const i16);
-                    h0 = vmlal_s16(h0, vget_low_s16(v), vget_low_s16(wh));
-                    h1 = vmlal_high_s16(h1, v, wh);
-                    if PIL {
-                        let wl = vld1q_s16(lo.add(8 * k + 4 * l) as *const i16);
-                        l0 = vmlal_s16(l0, vget_low_s16(v), vget_low_s16(wl));
-                        l1 = vmlal_high_s16(l1, v, wl);
+                let mut t = [[vdupq_n_u8(0); 4]; R];
+                for i in 0..R {
+                    let at = rows[i].as_ptr().add(starts[l] as usize);
+                    for q in 0..L {
+                        t[i][q] = vld1q_u8(at.add(16 * q));
                     }
                 }
-                let sh = vpaddq_s32(h0, h1);
-                let v = if PIL {
-                    let s = vaddq_s32(
-                        vaddq_s32(vshlq_n_s32::<{ PIL_SPLIT as i32 }>(sh), vpaddq_s32(l0, l1)),
-                        half,
-                    );
-                    let s = vshrq_n_s32::<{ PIL_SHIFT as i32 }>(s);
-                    vcvtq_f32_s32(vminq_s32(vmaxq_s32(s, zero), top))
-                } else {
-                    vmulq_f32(vcvtq_f32_s32(sh), unit)
-                };
-                // The lanes of `Blocks::new`, as `avx2::multitap` stores them.
-                match M {
-                    1 => vst1q_f32(out[0].add(8 * b + 4 * l), v),
-                    2 => vst1q_f32(out[l].add(4 * b), v),
-                    _ => {
-                        let m = 2 * (b % 2) + l;
-                        if m < M {
-                            vst1q_f32(out[m].add(4 * (b / 2)), v);
+                let (mut h0, mut h1, mut l0, mut l1) = ([zero; R], [zero; R], [zero; R], [zero; R]);
+                for p in 0..pairs {
+                    let k = b * pairs + p;
+                    let idx = vld1q_u8(controls.add(32 * k + 16 * l));
+                    let wh = vld1q_s16(hi.add(8 * k + 4 * l) as *const i16);
+                    let wl =
+                        if PIL { vld1q_s16(lo.add(8 * k + 4 * l) as *const i16) } else { vdupq_n_s16(0) };
+                    for i in 0..R {
+                        // Taps as (a, b) i16 pairs of four outputs; the weights' pairs likewise.
+                        let v = vreinterpretq_s16_u8(lookup::<L>(&t[i], idx));
+                        h0[i] = vmlal_s16(h0[i], vget_low_s16(v), vget_low_s16(wh));
+                        h1[i] = vmlal_high_s16(h1[i], v, wh);
+                        if PIL {
+                            l0[i] = vmlal_s16(l0[i], vget_low_s16(v), vget_low_s16(wl));
+                            l1[i] = vmlal_high_s16(l1[i], v, wl);
+                        }
+                    }
+                }
+                for i in 0..R {
+                    let sh = vpaddq_s32(h0[i], h1[i]);
+                    let v = if PIL {
+                        let s = vshlq_n_s32::<{ PIL_SPLIT as i32 }>(sh);
+                        let s = vaddq_s32(vaddq_s32(s, vpaddq_s32(l0[i], l1[i])), half);
+                        let s = vshrq_n_s32::<{ PIL_SHIFT as i32 }>(s);
+                        vcvtq_f32_s32(vminq_s32(vmaxq_s32(s, zero), top))
+                    } else {
+                        vmulq_f32(vcvtq_f32_s32(sh), unit)
+                    };
+                    let out = out[i];
+                    // The lanes of `Blocks::new`, as `avx2::multitap` stores them.
+                    match M {
+                        1 => vst1q_f32(out[0].add(8 * b + 4 * l), v),
+                        2 => vst1q_f32(out[l].add(4 * b), v),
+                        _ => {
+                            let m = 2 * (b % 2) + l;
+                            if m < M {
+                                vst1q_f32(out[m].add(4 * (b / 2)), v);
+                            }
                         }
                     }
                 }
