@@ -587,7 +587,8 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
                             half,
                         );
                         let s = _mm256_srai_epi32::<{ PIL_SHIFT as i32 }>(s);
-                        _mm256_cvtepi32_ps(_mm256_min_epi32(_mm256_max_epi32(s, zero), top))
+                        // As i32 bits (see `baseline::pil_byte`).
+                        _mm256_castsi256_ps(_mm256_min_epi32(_mm256_max_epi32(s, zero), top))
                     }
                     false => _mm256_mul_ps(_mm256_cvtepi32_ps(sh[i]), unit),
                 };
@@ -658,10 +659,13 @@ pub(super) unsafe fn multitap_vertical(rows: &[*const f32], taps: VTaps<'_>, out
                     let (mut a, mut b) = (half, half);
                     for (&r, &wj) in rows.iter().zip(w) {
                         let wj = _mm256_set1_epi32(wj);
-                        // The rows hold bytes (the horizontal pass's): exact as integers.
-                        let (ra, rb) = (_mm256_loadu_ps(r.add(x)), _mm256_loadu_ps(r.add(x + 8)));
-                        a = _mm256_add_epi32(a, _mm256_mullo_epi32(wj, _mm256_cvttps_epi32(ra)));
-                        b = _mm256_add_epi32(b, _mm256_mullo_epi32(wj, _mm256_cvttps_epi32(rb)));
+                        // The rows hold the horizontal pass's bytes as i32 bits (`baseline::pil_byte`).
+                        let (ra, rb) = (
+                            _mm256_loadu_si256(r.add(x) as *const __m256i),
+                            _mm256_loadu_si256(r.add(x + 8) as *const __m256i),
+                        );
+                        a = _mm256_add_epi32(a, _mm256_mullo_epi32(wj, ra));
+                        b = _mm256_add_epi32(b, _mm256_mullo_epi32(wj, rb));
                     }
                     _mm256_storeu_ps(o.add(x), done(a));
                     _mm256_storeu_ps(o.add(x + 8), done(b));

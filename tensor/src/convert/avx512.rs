@@ -488,7 +488,8 @@ unsafe fn multitap_blocks<const NARROW: bool, const PIL: bool, const M: usize, c
                             _mm512_add_epi32(s, sl[i]),
                             half,
                         ));
-                        _mm512_cvtepi32_ps(_mm512_min_epi32(_mm512_max_epi32(s, zero), top))
+                        // As i32 bits (see `baseline::pil_byte`).
+                        _mm512_castsi512_ps(_mm512_min_epi32(_mm512_max_epi32(s, zero), top))
                     }
                     false => _mm512_mul_ps(_mm512_cvtepi32_ps(sh[i]), unit),
                 };

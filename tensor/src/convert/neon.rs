@@ -448,7 +448,8 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
                         let s = vshlq_n_s32::<{ PIL_SPLIT as i32 }>(sh);
                         let s = vaddq_s32(vaddq_s32(s, vpaddq_s32(l0[i], l1[i])), half);
                         let s = vshrq_n_s32::<{ PIL_SHIFT as i32 }>(s);
-                        vcvtq_f32_s32(vminq_s32(vmaxq_s32(s, zero), top))
+                        // As i32 bits (see `baseline::pil_byte`).
+                        vreinterpretq_f32_s32(vminq_s32(vmaxq_s32(s, zero), top))
                     } else {
                         vmulq_f32(vcvtq_f32_s32(sh), unit)
                     };
@@ -506,8 +507,8 @@ pub(super) unsafe fn multitap_vertical(rows: &[*const f32], taps: VTaps<'_>, out
                     for (&r, &wj) in rows.iter().zip(w) {
                         let wj = vdupq_n_s32(wj);
                         for (i, a) in a.iter_mut().enumerate() {
-                            // Bytes (the horizontal pass's): exact as integers.
-                            *a = vmlaq_s32(*a, wj, vcvtq_s32_f32(vld1q_f32(r.add(x + 4 * i))));
+                            // The horizontal pass's bytes as i32 bits (`baseline::pil_byte`).
+                            *a = vmlaq_s32(*a, wj, vld1q_s32(r.add(x + 4 * i) as *const i32));
                         }
                     }
                     for (i, a) in a.iter().enumerate() {
