@@ -135,3 +135,73 @@ fn a_dmabuf_rewritten_between_frames_is_read_fresh() {
     assert_eq!(h_fd.element().unwrap().property::<u64>("import-misses"), 1, "one import, read four times");
     eprintln!("kernel lane: a DMA-BUF rewritten between 4 frames was read fresh each time");
 }
+
+/// The batch element reads its sources' fd frames as edgefirsttensor does: through each source's
+/// import cache, so rotating camera buffers cost no mapping and no page fault per batch, and the
+/// slots equal what the same frames give from system memory.
+#[test]
+fn the_batch_reads_rotating_fd_frames_through_kept_mappings() {
+    use gst::prelude::*;
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    init();
+    let (w, rows) = (320usize, 240usize);
+    let size = w * rows * 3 / 2;
+    let frames: Vec<Vec<u8>> = (0..6u32)
+        .map(|k| {
+            (0..size)
+                .map(|i| ((i as u32).wrapping_mul(2654435761).wrapping_add(k * 131) >> 24) as u8)
+                .collect()
+        })
+        .collect();
+    let fds: Vec<OwnedFd> = frames.iter().map(|f| memfd_with(f)).collect();
+    let alloc = gst_allocators::DmaBufAllocator::new();
+    let wrap = |fd: &OwnedFd| {
+        let mem = unsafe { alloc.alloc_dmabuf(fd.try_clone().unwrap(), size) }.unwrap();
+        let mut b = gst::Buffer::new();
+        b.get_mut().unwrap().append_memory(mem);
+        b
+    };
+    let bufs: Vec<gst::Buffer> = fds.iter().map(wrap).collect();
+    let caps = video_caps(VideoFormat::Nv12, w as u32, rows as u32);
+    let run = |sys: bool, rounds: usize, count_from: usize| -> (Vec<Vec<u8>>, i64) {
+        let p = gst::parse::launch(&format!(
+            "edgefirsttensorbatch name=b model-width=160 model-height=160 ! appsink name=out sync=false \
+             appsrc name=s0 format=time caps=\"{caps}\" ! b.sink_0 \
+             appsrc name=s1 format=time caps=\"{caps}\" ! b.sink_1"
+        ))
+        .unwrap();
+        let bin = p.downcast_ref::<gst::Bin>().unwrap();
+        let out = bin.by_name("out").unwrap().downcast::<gst_app::AppSink>().unwrap();
+        let srcs: Vec<gst_app::AppSrc> = (0..2)
+            .map(|k| bin.by_name(&format!("s{k}")).unwrap().downcast::<gst_app::AppSrc>().unwrap())
+            .collect();
+        p.set_state(gst::State::Playing).unwrap();
+        let mut got = Vec::new();
+        let mut before = 0;
+        for r in 0..rounds {
+            if r == count_from {
+                before = minor_faults();
+            }
+            for (k, s) in srcs.iter().enumerate() {
+                let i = (r * 2 + k) % bufs.len();
+                let mut b = if sys { gst::Buffer::from_slice(frames[i].clone()) } else { bufs[i].clone() };
+                b.make_mut().set_pts(gst::ClockTime::from_mseconds(33 * r as u64));
+                s.push_buffer(b).unwrap();
+            }
+            let sample = out.try_pull_sample(gst::ClockTime::from_seconds(10)).expect("a batch");
+            if r < bufs.len() {
+                got.push(sample.buffer().unwrap().map_readable().unwrap().to_vec());
+            }
+        }
+        let faults = minor_faults() - before;
+        p.set_state(gst::State::Null).unwrap();
+        (got, faults)
+    };
+    let (want, _) = run(true, bufs.len(), usize::MAX);
+    let (got, faults) = run(false, 40, 20);
+    assert_eq!(got, want, "slots from fd frames equal slots from the same bytes in system memory");
+    println!("20 batches of 2 rotating fd frames after warm-up: {faults} minor faults");
+    if std::env::var_os("EDGEFIRST_NO_FAULT_COUNT").is_none() {
+        assert!(faults <= 2, "{faults} page faults in 20 batches: frames are read through kept mappings");
+    }
+}

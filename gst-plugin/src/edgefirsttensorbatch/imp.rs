@@ -7,7 +7,7 @@ use crate::model::{self, ModelLayout, Settings};
 use crate::video::pixel_format;
 use edgefirst_tensor::convert::{ConvertSpec, Converter, DstLayout, SrcImage};
 use edgefirst_tensor::preprocess::{Colorimetry, FitMode};
-use edgefirst_tensor::{byte_strides, PixelFormat, PixelLayout, StrideSpec};
+use edgefirst_tensor::{byte_strides, PixelFormat, PixelLayout, StrideSpec, TensorDyn};
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
@@ -52,10 +52,17 @@ struct Source {
     converter: Converter,
     /// Its last converted slot, for `missing-slot=previous`.
     previous: Option<Vec<u8>>,
+    /// Its fd frames imported once and kept mapped, as edgefirsttensor does: a camera's buffers
+    /// read with no mmap, munmap or page fault per frame.
+    cache: frame::Cache,
+    types: frame::FsTypes,
 }
 
+/// Imported camera buffers kept per source (a driver's queue is 4-8 buffers).
+const SOURCE_CACHE: usize = 16;
+
 /// A slot to convert: its index, its bytes, and its frame with the pad it came from.
-type SlotWork<'a> = (usize, &'a mut [u8], Option<&'a (gst::Buffer, String)>);
+type SlotWork<'a> = (usize, &'a mut [u8], Option<&'a (gst::Buffer, String)>, Option<&'a TensorDyn>);
 
 /// What the negotiated output is.
 struct Output {
@@ -140,7 +147,18 @@ impl EdgeFirstTensorBatch {
                 1,
             )
             .map_err(|e| format!("{}: cannot convert {caps}: {e}", pad.name()))?;
-            sources.insert(name.clone(), Source { caps, info, format, converter, previous: None });
+            sources.insert(
+                name.clone(),
+                Source {
+                    caps,
+                    info,
+                    format,
+                    converter,
+                    previous: None,
+                    cache: frame::Cache::new(SOURCE_CACHE),
+                    types: frame::FsTypes::default(),
+                },
+            );
         }
         Ok(sources.get_mut(&name).expect("inserted above"))
     }
@@ -448,9 +466,10 @@ impl AggregatorImpl for EdgeFirstTensorBatch {
             };
             let src =
                 self.source_for(&mut st.sources, pad, &model, &slot_layout).map_err(|e| self.fail(e))?;
+            let tensor = checked_import(src, &frame).map_err(|e| self.fail(e))?;
             let (info, format) = (src.info.clone(), src.format);
-            let outbuf =
-                roi_batch(&settings, &model, out, &info, format, &frame).map_err(|e| self.fail(e))?;
+            let outbuf = roi_batch(&settings, &model, out, &info, format, &frame, tensor.as_ref())
+                .map_err(|e| self.fail(e))?;
             st.next = frame.pts().map(|t| t + st.frame);
             drop(pads);
             return self.obj().finish_buffer(outbuf);
@@ -465,6 +484,18 @@ impl AggregatorImpl for EdgeFirstTensorBatch {
                 self.source_for(&mut st.sources, pad, &model, &slot_layout).map_err(|e| self.fail(e))?;
             }
         }
+        // Every frame checked, and its fds imported through its source's cache, before any slot
+        // is converted (the caches are per source; the conversions then only read).
+        let mut imported: Vec<Option<TensorDyn>> = Vec::with_capacity(n);
+        for f in &frames {
+            imported.push(match f {
+                Some((buf, name)) => {
+                    let src = st.sources.get_mut(name).expect("made above");
+                    checked_import(src, buf).map_err(|e| self.fail(e))?
+                }
+                None => None,
+            });
+        }
         let mut outbuf = out.pool.acquire_buffer(None)?;
         let mut info = BatchInfo { n_slots: n as u32, slot_stride: slot_bytes as u32, ..Default::default() };
         let mut pts = None;
@@ -474,13 +505,16 @@ impl AggregatorImpl for EdgeFirstTensorBatch {
             let slots: Vec<&mut [u8]> = map.chunks_mut(slot_bytes).take(n).collect();
             // Slots converted on up to n-threads threads, a share of the slots each.
             let threads = (settings.model.n_threads as usize).clamp(1, n);
-            let mut work: Vec<SlotWork<'_>> =
-                slots.into_iter().enumerate().map(|(i, s)| (i, s, frames[i].as_ref())).collect();
+            let mut work: Vec<SlotWork<'_>> = slots
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| (i, s, frames[i].as_ref(), imported[i].as_ref()))
+                .collect();
             let sources = &st.sources;
             let convert_chunk = |chunk: Vec<SlotWork<'_>>| -> Result<(), String> {
-                for (_, slot, frame) in chunk {
+                for (_, slot, frame, tensor) in chunk {
                     if let Some((buf, name)) = frame {
-                        convert_into(&sources[name], buf, slot)?;
+                        convert_into(&sources[name], buf, tensor, slot)?;
                     }
                 }
                 Ok(())
@@ -558,10 +592,14 @@ fn set_geometry(s: &mut BatchSlot, c: &edgefirst_tensor::ContentRegion) {
     (s.scale_x, s.scale_y) = (c.scale_x, c.scale_y);
 }
 
-/// One frame into its slot, read in place through its GstVideoMeta planes after the checks every
-/// edgefirst element makes (planes inside the buffer, fd memories inside their objects).
-fn convert_into(src: &Source, buf: &gst::Buffer, slot: &mut [u8]) -> Result<(), String> {
-    let planes = read_frame(buf, &src.info, src.format)?;
+/// One frame into its slot, through its kept import or GStreamer's map of it (already checked).
+fn convert_into(
+    src: &Source,
+    buf: &gst::Buffer,
+    tensor: Option<&TensorDyn>,
+    slot: &mut [u8],
+) -> Result<(), String> {
+    let planes = frame::Planes::of(tensor, buf.as_ref(), &src.info)?;
     let image = SrcImage {
         format: src.format,
         width: src.info.width() as usize,
@@ -571,17 +609,13 @@ fn convert_into(src: &Source, buf: &gst::Buffer, slot: &mut [u8]) -> Result<(), 
     src.converter.convert(&image, slot).map_err(|e| format!("conversion failed: {e}"))
 }
 
-/// A source frame's planes, read in place through its GstVideoMeta after the checks every
-/// edgefirst element makes (planes inside the buffer, fd memories inside their objects).
-fn read_frame<'a>(
-    buf: &'a gst::Buffer,
-    info: &gst_video::VideoInfo,
-    format: PixelFormat,
-) -> Result<frame::Planes<'a>, String> {
-    frame::buffer_layout(buf, info, format)?;
-    // A filesystem type cache per call: slots convert on several threads at once.
-    frame::check_fd_memories(buf, &mut frame::FsTypes::default())?;
-    frame::Planes::of(None, buf.as_ref(), info)
+/// The checks every edgefirst element makes of a frame (planes inside the buffer, fd memories
+/// inside their objects), then its import through the source's cache where its planes are fds.
+fn checked_import(src: &mut Source, buf: &gst::Buffer) -> Result<Option<TensorDyn>, String> {
+    let layout = frame::buffer_layout(buf, &src.info, src.format)?;
+    let ids = frame::check_fd_memories(buf, &mut src.types)?;
+    frame::import(&mut src.cache, buf, &src.info, src.format, &layout, &ids)
+        .map_err(|e| format!("cannot import the frame: {e}"))
 }
 
 /// ROI mode: each region of the frame (its GstVideoRegionOfInterestMetas, or the fixed `rois`)
@@ -593,6 +627,7 @@ fn roi_batch(
     info: &gst_video::VideoInfo,
     format: PixelFormat,
     frame: &gst::Buffer,
+    tensor: Option<&TensorDyn>,
 ) -> Result<gst::Buffer, String> {
     let (fw, fh) = (info.width() as usize, info.height() as usize);
     let mut rois: Vec<(u32, edgefirst_tensor::Region)> = if settings.rois.is_empty() {
@@ -625,7 +660,7 @@ fn roi_batch(
     {
         let b = outbuf.get_mut().expect("a fresh pool buffer");
         let mut map = b.map_writable().map_err(|_| "cannot map the batch buffer".to_string())?;
-        let planes = read_frame(frame, info, format)?;
+        let planes = frame::Planes::of(tensor, frame.as_ref(), info)?;
         let image = SrcImage { format, width: fw, height: fh, planes: planes.get(format.num_planes())? };
         let spec = model.spec_for(info);
         for i in 0..out.n {
