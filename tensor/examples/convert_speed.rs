@@ -3,7 +3,8 @@
 //! case, e.g. `Nv12U8`. `EDGEFIRST_CONVERT_SIMD=baseline` (or `avx2`) measures the narrower kernels;
 //! `CONVERT_SPEED_RUNS=20000` times that many runs instead of 60 (long enough for a profiler);
 //! `CONVERT_SPEED_FILTER=area` (or `nearest`, `bilinear-antialias`, `bicubic`, `bicubic-opencv`)
-//! times that resampling filter instead of bilinear.
+//! times that resampling filter instead of bilinear; `CONVERT_SPEED_THREADS=2` converts on that
+//! many band threads.
 //!
 //!     cargo run --release -p edgefirst-tensor --example convert-speed
 
@@ -37,7 +38,8 @@ fn main() {
             }
         }
         let dst = DstLayout::dense(640, 640, Colorspace::Rgb, false, dt);
-        let c = Converter::new(f, w, h, dst, &spec, 1).unwrap();
+        let threads = std::env::var("CONVERT_SPEED_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+        let c = Converter::new(f, w, h, dst, &spec, threads).unwrap();
         let planes = match f {
             PixelFormat::Nv12 => [(&src[..], w), (&src[w * h..], w), (&[][..], 0)],
             PixelFormat::Yuy2 => [(&src[..], w * 2), (&[][..], 0), (&[][..], 0)],
@@ -51,12 +53,19 @@ fn main() {
             c.convert(&img, out).unwrap();
         }
         let mut best = f64::MAX;
+        let mut all = Vec::new();
         let runs = std::env::var("CONVERT_SPEED_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
         for _ in 0..runs {
             let t = std::time::Instant::now();
             c.convert(&img, out).unwrap();
-            best = best.min(t.elapsed().as_secs_f64() * 1000.0);
+            let ms = t.elapsed().as_secs_f64() * 1000.0;
+            best = best.min(ms);
+            all.push(ms);
         }
-        println!("{f:?} {dt:?} {interpolation:?}: min {best:.3} ms");
+        all.sort_by(f64::total_cmp);
+        println!(
+            "{f:?} {dt:?} {interpolation:?} x{threads}: min {best:.3} ms, median {:.3} ms",
+            all[all.len() / 2]
+        );
     }
 }

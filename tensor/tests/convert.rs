@@ -415,6 +415,27 @@ fn threads_give_the_same_bytes() {
     let one = check(&frame, dst, &ConvertSpec::default(), 1);
     let three = check(&frame, dst, &ConvertSpec::default(), 3);
     assert_eq!(one, three);
+    // Threads take rows in chunks, and a multi-tap filter refills its window at each chunk's
+    // start: every filter gives one thread's bytes, downscaling and upscaling.
+    use edgefirst_tensor::preprocess::Interpolation as I;
+    let wide = Frame::random(PixelFormat::Nv12, 640, 360, 4);
+    for interpolation in [I::Nearest, I::Area, I::BilinearAntialias, I::Bicubic, I::BicubicOpencv] {
+        let spec = ConvertSpec { interpolation, ..Default::default() };
+        for (w, h) in [(213, 150), (700, 420)] {
+            let dst = DstLayout::dense(w, h, Colorspace::Rgb, false, DType::U8);
+            let mut one = vec![0u8; dst.bytes()];
+            let mut three = vec![1u8; dst.bytes()];
+            Converter::new(wide.format, wide.w, wide.h, dst, &spec, 1)
+                .unwrap()
+                .convert(&wide.image(), &mut one)
+                .unwrap();
+            Converter::new(wide.format, wide.w, wide.h, dst, &spec, 3)
+                .unwrap()
+                .convert(&wide.image(), &mut three)
+                .unwrap();
+            assert!(one == three, "{interpolation:?} to {w}x{h}: three threads differ from one");
+        }
+    }
 }
 
 #[test]

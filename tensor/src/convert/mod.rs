@@ -27,6 +27,11 @@ mod baseline;
 mod neon;
 mod workers;
 
+/// Row chunks per band when several threads convert: enough that a late worker's share moves to
+/// the caller in small steps, few enough that a multi-tap filter's refill at each chunk's start
+/// (its taps' source rows) stays a few percent.
+const CHUNKS_PER_BAND: usize = 4;
+
 use crate::dtype::DType;
 use crate::format::{PixelFormat, PixelLayout};
 use crate::image::MAX_IMAGE_SIDE;
@@ -679,11 +684,22 @@ impl Converter {
         let bands = self.workers.bands();
         let h = self.dst.height;
         let out = SendPtr(dst.as_mut_ptr());
+        // Rows in chunks taken from a counter, so a worker that wakes late takes fewer of them
+        // instead of the caller waiting for it (workers.rs says what waking costs). One band: one
+        // chunk, as before.
+        let chunks = if bands == 1 { 1 } else { (bands * CHUNKS_PER_BAND).min(h.max(1)) };
+        let next = std::sync::atomic::AtomicUsize::new(0);
         self.workers.run(&|band| {
-            let (r0, r1) = (h * band / bands, h * (band + 1) / bands);
             let mut scratch = self.scratch[band].lock().unwrap();
-            // Bands write disjoint destination rows of a buffer that outlives `run`.
-            unsafe { driver::rows(self, src, out, r0..r1, &mut scratch) };
+            loop {
+                let c = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if c >= chunks {
+                    break;
+                }
+                let (r0, r1) = (h * c / chunks, h * (c + 1) / chunks);
+                // Chunks are disjoint destination rows of a buffer that outlives `run`.
+                unsafe { driver::rows(self, src, out, r0..r1, &mut scratch) };
+            }
         });
         Ok(())
     }
