@@ -227,18 +227,18 @@ fn hostile_publishers_get_warnings_and_the_stream_goes_on() {
 }
 
 #[test]
-fn thousands_of_frames_over_zenoh_leave_the_fd_count_flat() {
+fn ten_thousand_frames_over_zenoh_leave_the_fd_count_flat() {
     let _s = serial();
     init();
     let frames: usize =
-        std::env::var("EDGEFIRST_NET_FRAMES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+        std::env::var("EDGEFIRST_NET_FRAMES").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
     let run = |frames: usize, samples: &mut Vec<usize>| {
         let (k, port) = (key("fds"), free_tcp_port());
         let (cons, out) = subscriber(&k, port, "queue-size=16");
         let (prod, _rec) = publisher(&k, port, 1000, 0);
         for i in 0..frames {
             out.try_pull_sample(gst::ClockTime::from_seconds(10)).unwrap_or_else(|| panic!("frame {i}"));
-            if i % 200 == 199 {
+            if i % 500 == 499 {
                 samples.push(open_fds());
             }
         }
