@@ -207,7 +207,7 @@ pub(super) unsafe fn sample(
 ) -> usize {
     let blocks = group_dispatch!(
         shuffle_blocks,
-        plan.quarters => [1, 2],
+        windows plan.windows,
         g.members.len(),
         single,
         wy != 0.0,

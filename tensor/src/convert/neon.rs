@@ -47,7 +47,7 @@ pub(super) fn sample(
     assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
     let blocks = group_dispatch!(
         sample_blocks,
-        plan.quarters => [1, 2],
+        windows plan.windows,
         g.members.len(),
         single,
         wy != 0.0,
@@ -78,7 +78,7 @@ unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, cons
     wq: &[u32],
     out: &mut [Vec<f32>; 4],
 ) -> usize {
-    assert!(g.members.len() >= M && (1..=4).contains(&M) && (1..=2).contains(&P));
+    assert!(g.members.len() >= M && (1..=4).contains(&M) && matches!(P, 1 | 2 | 4));
     assert!(plan.reach <= r0.len() && (!TWO || plan.reach <= r1.len()), "loads stay inside the rows");
     let per_block = M * 2 * P;
     let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
@@ -96,8 +96,8 @@ unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, cons
         unsafe {
             let w = *bases.add(b);
             // Window i of the block (2P of them); the plan keeps every base + 16 within `reach`.
-            let mut v0 = [vdupq_n_u8(0); 4];
-            let mut v1 = [vdupq_n_u8(0); 4];
+            let mut v0 = [vdupq_n_u8(0); 8];
+            let mut v1 = [vdupq_n_u8(0); 8];
             for i in 0..2 * P {
                 v0[i] = vld1q_u8(r0.as_ptr().add(w[i] as usize));
                 if TWO {
@@ -117,7 +117,7 @@ unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, cons
                 // Outputs 4h..4h+4: lane h of each AVX2 control, whose vector p's lane h is window
                 // p + P h. With two vectors the second `tbx` keeps the first's bytes where its own
                 // index is 0x80 (the plan gives each output to one vector only).
-                let pick = |v: &[uint8x16_t; 4], h: usize| {
+                let pick = |v: &[uint8x16_t; 8], h: usize| {
                     let mut t = vqtbl1q_u8(v[P * h], vld1q_u8(c.add(16 * h)));
                     for p in 1..P {
                         t = vqtbx1q_u8(t, v[p + P * h], vld1q_u8(c.add(32 * p + 16 * h)));

@@ -61,23 +61,25 @@ const _: () = assert!(size_of::<Aligned64<[u8; 64]>>() == 64 && align_of::<Align
 const _: () = assert!(size_of::<Aligned32<[u8; 32]>>() == 32 && align_of::<Aligned32<[u8; 32]>>() == 32);
 
 /// A group's taps as byte shuffles. Each block of eight outputs reads its source bytes as 16-byte
-/// windows, one per 128-bit lane: two windows of four outputs each, or (`quarters`, for sparser
-/// taps such as YUY2's) four windows of two outputs, the lanes of two vectors whose shuffles are
-/// OR-ed. One `pshufb` per tap and member then moves every output's byte into a zero-extended
-/// dword. Gathers were most of an NV12 frame's time (measured: the pair gathers and luma gathers
-/// ~40 % of 1080p → 640 letterbox on one core); a shuffle (two with `quarters`) does eight taps
-/// in single-cycle instructions.
+/// windows, one per 128-bit lane: two windows of four outputs each, or, for sparser taps, four
+/// windows of two (YUY2's luma) or eight of one (four-byte pixels with both taps past 2×: RGBA at
+/// 2.5×), the lanes of two or four vectors whose shuffles are OR-ed. One `pshufb` per tap, member
+/// and vector then moves every output's byte into a zero-extended dword. Gathers were most of an
+/// NV12 frame's time (measured: the pair gathers and luma gathers ~40 % of 1080p → 640 letterbox
+/// on one core), and RGBA 1600×900 → 640 took 0.66 ms on them against 0.25 at 1080p; a shuffle
+/// (two or four with sparser windows) does eight taps in single-cycle instructions.
 #[derive(Debug, Clone)]
 // The plan is made on every target; only the x86_64 kernels read all of it.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) struct Shuffle {
-    pub(super) quarters: bool,
-    /// Per block, the windows' first bytes (two used without `quarters`).
-    pub(super) bases: Vec<[u32; 4]>,
+    /// Windows per block: 2, 4 or 8 (the kernels' vectors of windows are half of it).
+    pub(super) windows: usize,
+    /// Per block, the windows' first bytes (the first `windows` used).
+    pub(super) bases: Vec<[u32; 8]>,
     /// Per block and member (members in order): tap 0 (`i0`) alone as dwords (for taps on
     /// samples), then taps 0 and 1 as the two words of each dword (for `pmaddwd` with the weight
     /// pair in 256ths: the horizontal blend in one exact integer instruction); each of them once per
-    /// vector of windows (twice with `quarters`).
+    /// vector of windows.
     pub(super) controls: Vec<Aligned32<[u8; 32]>>,
     /// Bytes from the row's window start that every load stays below.
     pub(super) reach: usize,
@@ -114,35 +116,36 @@ fn window_start(i0: &[u32], i1: &[u32], outs: Range<usize>, top: u32, window: u3
 }
 
 /// Shuffle controls for blocks of eight outputs whose taps (plus member offsets) fit 16-byte
-/// windows of four outputs, else of two; `None` where even two do not (a 6× downscale of YUY2,
-/// four-byte pixels at 4×), which keep the gathers.
+/// windows of four outputs, else of two, else of one; `None` where even one does not (a tap pair
+/// of four-byte pixels more than 12 bytes apart), which keeps the gathers.
 fn shuffle_plan(i0: &[u32], i1: &[u32], members: &[(usize, usize)]) -> Option<Shuffle> {
-    shuffle_windows(i0, i1, members, false).or_else(|| shuffle_windows(i0, i1, members, true))
+    [2, 4, 8].into_iter().find_map(|windows| shuffle_windows(i0, i1, members, windows))
 }
 
-fn shuffle_windows(i0: &[u32], i1: &[u32], members: &[(usize, usize)], quarters: bool) -> Option<Shuffle> {
+fn shuffle_windows(i0: &[u32], i1: &[u32], members: &[(usize, usize)], windows: usize) -> Option<Shuffle> {
     let blocks = i0.len().min(i1.len()) / 8;
     if blocks == 0 {
         return None;
     }
-    let (windows, per) = if quarters { (4, 2) } else { (2, 4) };
+    let per = 8 / windows;
+    // Vectors of windows: window w is lane w / parts of vector w % parts.
+    let parts = windows / 2;
     let top = members.iter().map(|&(_, shift)| shift as u32).max().unwrap_or(0);
     let mut bases = Vec::with_capacity(blocks);
     let mut controls = Vec::with_capacity(blocks * members.len() * windows);
     let mut reach = 0;
     for b in 0..blocks {
-        let mut base = [0u32; 4];
+        let mut base = [0u32; 8];
         for (w, first) in base.iter_mut().enumerate().take(windows) {
             *first = window_start(i0, i1, 8 * b + per * w..8 * b + per * (w + 1), top, 16)?;
             reach = reach.max(*first as usize + 16);
         }
-        // Output j is in window j / per; with quarters, windows 0 and 2 are the lanes of the
-        // first vector, 1 and 3 of the second.
-        let part = |j: usize| if quarters { (j / per) % 2 } else { 0 };
+        // Output j is in window j / per, so in vector (j / per) % parts, lane j / 4.
+        let part = |j: usize| (j / per) % parts;
         for &(_, shift) in members {
             let at = |taps: &[u32], j: usize| (taps[8 * b + j] + shift as u32 - base[j / per]) as u8;
             for two in [false, true] {
-                for p in 0..windows / 2 {
+                for p in 0..parts {
                     let mut ctl = [0x80u8; 32];
                     for j in (0..8).filter(|&j| part(j) == p) {
                         ctl[4 * j] = at(i0, j);
@@ -156,7 +159,7 @@ fn shuffle_windows(i0: &[u32], i1: &[u32], members: &[(usize, usize)], quarters:
         }
         bases.push(base);
     }
-    Some(Shuffle { quarters, bases, controls, reach })
+    Some(Shuffle { windows, bases, controls, reach })
 }
 
 /// A group's taps for the AVX-512 kernel: blocks of sixteen outputs whose bytes (every tap of
@@ -694,6 +697,14 @@ pub(super) fn group_tail(
 /// vector ones).
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_macros))]
 macro_rules! group_dispatch {
+    // A shuffle plan's vectors of windows (1, 2 or 4), then as below.
+    ($f:ident, windows $w:expr, $members:expr, $single:expr, $two:expr, ($($arg:expr),*)) => {{
+        match $w {
+            2 => group_dispatch!($f, false => [1, 2], $members, $single, $two, ($($arg),*)),
+            4 => group_dispatch!($f, true => [1, 2], $members, $single, $two, ($($arg),*)),
+            _ => group_dispatch!($f, true => [1, 4], $members, $single, $two, ($($arg),*)),
+        }
+    }};
     ($f:ident, $alt:expr => [$a:tt, $b:tt], $members:expr, $single:expr, $two:expr, ($($arg:expr),*)) => {{
         macro_rules! taps {
             ($v:tt, $m:tt) => {

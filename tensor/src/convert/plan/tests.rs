@@ -4,7 +4,7 @@ use super::*;
 /// What the AVX2 kernel does with a plan, in scalar: per block, each output's dword from its
 /// window through the controls (`pshufb` semantics: index bit 7 gives zero, lanes of 16).
 fn apply(plan: &Shuffle, row: &[u8], members: usize, two: bool) -> Vec<Vec<[u8; 4]>> {
-    let parts = if plan.quarters { 2 } else { 1 };
+    let parts = plan.windows / 2;
     let mut out = vec![Vec::new(); members];
     for (b, base) in plan.bases.iter().enumerate() {
         for (m, out) in out.iter_mut().enumerate() {
@@ -49,9 +49,9 @@ fn assert_picks(
     }
 }
 
-fn check(i0: &[u32], i1: &[u32], members: &[(usize, usize)], quarters: bool) {
+fn check(i0: &[u32], i1: &[u32], members: &[(usize, usize)], windows: usize) {
     let plan = shuffle_plan(i0, i1, members).expect("a plan");
-    assert_eq!(plan.quarters, quarters);
+    assert_eq!(plan.windows, windows);
     assert_picks(i0, i1, members, 8, plan.reach, |row, two| apply(&plan, row, members.len(), two));
 }
 
@@ -158,20 +158,27 @@ fn permute_plans_pick_every_tap() {
 fn shuffle_plans_pick_every_tap() {
     // NV12 1080p → 640: luma every third byte; chroma (U, V) pairs 1.5 samples apart.
     let luma: Vec<u32> = (0..40).map(|i| 3 * i + 1).collect();
-    check(&luma, &luma, &[(0, 0)], false);
+    check(&luma, &luma, &[(0, 0)], 2);
     let c0: Vec<u32> = (0..40).map(|i| 2 * ((3 * i) / 2)).collect();
     let c1: Vec<u32> = c0.iter().map(|&t| t + 2).collect();
-    check(&c0, &c1, &[(1, 0), (2, 1)], false);
+    check(&c0, &c1, &[(1, 0), (2, 1)], 2);
     // YUY2 at the same scale: luma every sixth byte needs windows of two outputs.
     let y: Vec<u32> = (0..40).map(|i| 6 * i + 2).collect();
-    check(&y, &y, &[(0, 0)], true);
-    // RGBA at 3×: whole pixels every 12 bytes with their right neighbours fit no window of
-    // two outputs; gathers stay. Without the neighbours (taps on one side) they do.
+    check(&y, &y, &[(0, 0)], 4);
+    // RGBA at 3×: whole pixels every 12 bytes with their right neighbours fit windows of one
+    // output; without the neighbours (taps on one side), of two.
     let rgba: Vec<u32> = (0..40).map(|i| 12 * i + 4).collect();
     let right: Vec<u32> = rgba.iter().map(|&t| t + 4).collect();
     let pixel = [(0, 0), (1, 1), (2, 2), (3, 3)];
-    assert!(shuffle_plan(&rgba, &right, &pixel).is_none());
-    check(&rgba, &rgba, &pixel, true);
+    check(&rgba, &right, &pixel, 8);
+    check(&rgba, &rgba, &pixel, 4);
+    // RGBA at 2.5× (1600 → 640): pixels 2 or 3 apart, each with its right neighbour.
+    let at: Vec<u32> = (0..40u32).map(|i| 4 * (10 * i).div_ceil(4)).collect();
+    let next: Vec<u32> = at.iter().map(|&t| t + 4).collect();
+    check(&at, &next, &pixel, 8);
+    // A tap pair 16 bytes apart fits no window: gathers stay.
+    let far: Vec<u32> = at.iter().map(|&t| t + 16).collect();
+    assert!(shuffle_plan(&at, &far, &pixel).is_none());
 }
 
 /// A multi-tap group's blocks (`taps::Blocks`), run in scalar as the kernels run them: the
