@@ -24,3 +24,13 @@ pub mod zenohcfg;
 
 pub use edgefirsttensorsink::{EdgeFirstTensorSink, Leaky};
 pub use edgefirsttensorsrc::EdgeFirstTensorSrc;
+
+/// What a source that learns its caps from its producer offers: those caps once known, anything
+/// before, narrowed by the query's filter.
+pub(crate) fn offered_caps(known: Option<gst::Caps>, filter: Option<&gst::Caps>) -> gst::Caps {
+    let caps = known.unwrap_or_else(gst::Caps::new_any);
+    match filter {
+        Some(f) => f.intersect_with_mode(&caps, gst::CapsIntersectMode::First),
+        None => caps,
+    }
+}

@@ -399,38 +399,11 @@ pub fn export_dense(
     quantization: Option<&Quantization>,
     data: &[u8],
 ) -> Result<Vec<u8>> {
-    let need = shape.iter().try_fold(dtype.size(), |a, &d| a.checked_mul(d));
-    if need != Some(data.len()) {
-        return Err(Error::InvalidArgument(format!(
-            "{} bytes for a {dtype} tensor of shape {shape:?}",
-            data.len()
-        )));
-    }
-    if u32::try_from(data.len()).is_err() {
-        return Err(Error::InvalidOperation(format!(
-            "an inline plane of {} bytes exceeds the 4 GiB a plane record can carry",
-            data.len()
-        )));
-    }
-    let stride = plain_row_stride(shape, dtype)
-        .ok_or_else(|| Error::InvalidOperation(format!("the row stride of shape {shape:?} overflows")))?;
-    write(&Parts {
-        shape,
-        strides: &[],
-        quant: quant_fields(shape, quantization)?,
-        strings: [""; 5],
-        storage_kind: TensorMemory::Mem,
-        pid: 0,
-        dtype,
-        access: CpuAccess::ReadWrite,
-        planes: vec![OutPlane {
-            handle: INLINE_HANDLE,
-            offset: 0,
-            stride: stride as u64,
-            size: data.len() as u64,
-            data,
-        }],
-    })
+    let (mut blob, tail) = export_dense_split(shape, dtype, quantization, data.len(), &[])?;
+    blob.reserve(data.len() + tail.len());
+    blob.extend_from_slice(data);
+    blob.extend_from_slice(&tail);
+    Ok(blob)
 }
 
 /// The blob of [`export_dense`] followed by `regions` (as [`append_region`] adds them), in two

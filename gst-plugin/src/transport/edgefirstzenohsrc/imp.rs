@@ -297,11 +297,7 @@ impl BaseSrcImpl for EdgeFirstZenohSrc {
     }
 
     fn caps(&self, filter: Option<&gst::Caps>) -> Option<gst::Caps> {
-        let caps = self.caps.lock().unwrap().clone().unwrap_or_else(gst::Caps::new_any);
-        Some(match filter {
-            Some(f) => f.intersect_with_mode(&caps, gst::CapsIntersectMode::First),
-            None => caps,
-        })
+        Some(crate::transport::offered_caps(self.caps.lock().unwrap().clone(), filter))
     }
 
     fn unlock(&self) -> Result<(), gst::ErrorMessage> {
