@@ -11,7 +11,7 @@ use crate::caps::{dims_string, TENSORS_MEDIA_TYPE};
 use crate::meta::{dtype_code, TensorInfo, TensorMeta};
 use crate::transport::wire::{self, Cursor, VideoLayout, CARRIED_FLAGS, NO_TIME, TENSOR_INFO_LEN, VIDEO_LEN};
 use edgefirst_tensor::preprocess::Quantization;
-use edgefirst_tensor::{blob, DType, TensorMemory};
+use edgefirst_tensor::{blob, byte_strides, DType, TensorMemory};
 use gst_allocators::prelude::*;
 use std::borrow::Cow;
 use std::os::fd::{AsFd, IntoRawFd};
@@ -44,12 +44,8 @@ fn dense_bytes<'a>(map: &'a [u8], info: &TensorInfo, dtype: DType) -> Result<Cow
     if total == 0 {
         return Ok(Cow::Borrowed(&[]));
     }
-    let mut dense = vec![0isize; shape.len()];
-    let mut acc = esz as isize;
-    for i in (0..shape.len()).rev() {
-        dense[i] = acc;
-        acc = acc.saturating_mul(shape[i] as isize);
-    }
+    // `total` fit usize, so the dense strides do too.
+    let dense = byte_strides(&shape, esz, None);
     let strides: Vec<isize> = info.strides().iter().map(|&s| s as isize).collect();
     // The furthest byte any element reaches: every stride must be positive for this bound (a
     // negative stride would walk before the offset).
@@ -108,14 +104,17 @@ enum Data {
 /// tensor's, and the bytes after (padding and the `GSTM` region). A buffer with a tensor meta
 /// travels as that tensor (dense; the meta travels with dense strides and offset 0); one
 /// without, as its bytes (`uint8 [size]`) with its video meta.
-fn parts(buffer: &gst::BufferRef, caps: &gst::CapsRef) -> Result<(Vec<u8>, Data, Vec<u8>), String> {
-    let map = buffer.map_readable().map_err(|_| "the buffer cannot be mapped for reading".to_string())?;
+fn parts(
+    buffer: &gst::BufferRef,
+    map: &[u8],
+    caps: &gst::CapsRef,
+) -> Result<(Vec<u8>, Data, Vec<u8>), String> {
     let meta = buffer.meta::<TensorMeta>().map(|m| *m.info());
     let (shape, dtype, q, data, info, video) = match meta {
         Some(mut info) => {
             let dtype = info.dtype().ok_or_else(|| format!("tensor meta dtype code {}", info.dtype))?;
             let shape: Vec<usize> = info.shape().iter().map(|&d| d as usize).collect();
-            let data = match dense_bytes(&map, &info, dtype)? {
+            let data = match dense_bytes(map, &info, dtype)? {
                 Cow::Borrowed(b) => Data::Shared(b.as_ptr() as usize - map.as_ptr() as usize, b.len()),
                 Cow::Owned(v) => Data::Owned(v),
             };
@@ -124,11 +123,8 @@ fn parts(buffer: &gst::BufferRef, caps: &gst::CapsRef) -> Result<(Vec<u8>, Data,
             let (scale, zp) = (info.quant_scales[0], info.quant_zero_points[0]);
             let q = (info.quant_channels == 1 && scale.is_finite() && scale > 0.0)
                 .then(|| Quantization::per_tensor(scale, zp));
-            let mut acc = dtype.size() as i64;
-            for i in (0..shape.len()).rev() {
-                info.strides[i] = acc;
-                acc *= shape[i] as i64;
-            }
+            // `dense_bytes` checked the shape's byte count, so its dense strides fit.
+            info.set_layout(&shape, &byte_strides(&shape, dtype.size(), None))?;
             info.offset = 0;
             (shape, dtype, q, data, Some(info), None)
         }
@@ -136,7 +132,6 @@ fn parts(buffer: &gst::BufferRef, caps: &gst::CapsRef) -> Result<(Vec<u8>, Data,
             (vec![map.len()], DType::U8, None, Data::Shared(0, map.len()), None, wire::video_layout(buffer))
         }
     };
-    drop(map);
     let caps = caps.to_string();
     if caps.len() > MAX_CAPS_LEN {
         return Err(format!("caps of {} bytes (at most {MAX_CAPS_LEN})", caps.len()));
@@ -166,15 +161,16 @@ fn parts(buffer: &gst::BufferRef, caps: &gst::CapsRef) -> Result<(Vec<u8>, Data,
     Ok((head, data, tail))
 }
 
+fn readable(buffer: &gst::BufferRef) -> Result<gst::BufferMap<'_, gst::buffer::Readable>, String> {
+    buffer.map_readable().map_err(|_| "the buffer cannot be mapped for reading".to_string())
+}
+
 /// `buffer` (with `caps`) as one contiguous message (for a transport that takes one slice).
 pub fn encode(buffer: &gst::BufferRef, caps: &gst::CapsRef) -> Result<Vec<u8>, String> {
-    let (mut head, data, tail) = parts(buffer, caps)?;
+    let map = readable(buffer)?;
+    let (mut head, data, tail) = parts(buffer, &map, caps)?;
     match data {
-        Data::Shared(at, n) => {
-            let map =
-                buffer.map_readable().map_err(|_| "the buffer cannot be mapped for reading".to_string())?;
-            head.extend_from_slice(&map[at..at + n]);
-        }
+        Data::Shared(at, n) => head.extend_from_slice(&map[at..at + n]),
         Data::Owned(v) => head.extend_from_slice(&v),
     }
     head.extend_from_slice(&tail);
@@ -185,7 +181,7 @@ pub fn encode(buffer: &gst::BufferRef, caps: &gst::CapsRef) -> Result<Vec<u8>, S
 /// input's own (shared, not copied) when its tensor is dense: a socket sink writes them with one
 /// `writev`, so the tensor is never copied into a message on the way out.
 pub fn encode_buffer(buffer: &gst::Buffer, caps: &gst::CapsRef) -> Result<gst::Buffer, String> {
-    let (head, data, tail) = parts(buffer, caps)?;
+    let (head, data, tail) = parts(buffer, &readable(buffer)?, caps)?;
     let mut out = gst::Buffer::from_mut_slice(head);
     let middle = match data {
         Data::Shared(_, 0) => None,
@@ -306,12 +302,10 @@ pub fn decode(msg: &gst::Buffer, fdmem: &gst_allocators::FdAllocator) -> Result<
                 info.dtype
             ));
         }
-        let mut acc = dtype.size() as i64;
-        for i in (0..shape.len()).rev() {
-            if info.strides[i] != acc {
-                return Err(format!("the tensor meta's strides {:?} are not dense", info.strides()));
-            }
-            acc = acc.saturating_mul(shape[i] as i64);
+        // The blob's shape passed the blob parser's byte count, so its dense strides fit.
+        let dense = byte_strides(&shape, dtype.size(), None);
+        if !info.strides().iter().map(|&s| s as isize).eq(dense.iter().copied()) {
+            return Err(format!("the tensor meta's strides {:?} are not dense", info.strides()));
         }
     }
     let b = buf.make_mut();
