@@ -173,7 +173,7 @@ pub(crate) type Cache = ImportCache<ImportGeometry, TensorDyn>;
 /// plane has no fd, the planes are not a layout the tensor crate imports, or the object ends
 /// inside the last plane's padding (the frame is then read in place through GStreamer's map,
 /// which the checks above made safe).
-pub(crate) fn import(
+fn import(
     cache: &mut Cache,
     buf: &gst::BufferRef,
     info: &gst_video::VideoInfo,
@@ -250,6 +250,23 @@ pub(crate) fn import(
     };
     let key = planes[0].key;
     Ok(Some(cache.get_or_try_insert(key, geometry, make)?.clone()))
+}
+
+/// Everything a tensor-making element checks of an input frame before it reads a byte — its
+/// layout against the buffer ([`buffer_layout`]), every fd memory against its kernel object
+/// ([`check_fd_memories`]) — then its import through `cache` where its planes are fds.
+pub(crate) fn checked_import(
+    buf: &gst::BufferRef,
+    info: &gst_video::VideoInfo,
+    pf: PixelFormat,
+    cache: &mut Cache,
+    types: &mut FsTypes,
+) -> Result<(BufferLayout, Option<TensorDyn>), String> {
+    let layout = buffer_layout(buf, info, pf)?;
+    let ids = check_fd_memories(buf, types)?;
+    let imported =
+        import(cache, buf, info, pf, &layout, &ids).map_err(|e| format!("cannot import the frame: {e}"))?;
+    Ok((layout, imported))
 }
 
 /// The frame's planes as the converter reads them: through the imported tensor's kept mapping

@@ -702,14 +702,9 @@ impl EdgeFirstTensor {
         cache: &mut frame::Cache,
         types: &mut frame::FsTypes,
     ) -> Result<(BufferLayout, Option<TensorDyn>), gst::FlowError> {
-        let fail = |e: String| {
+        frame::checked_import(buf, &neg.info, neg.format, cache, types).map_err(|e| {
             gst::element_imp_error!(self, gst::StreamError::Format, ["bad input frame: {}", e]);
             gst::FlowError::Error
-        };
-        let layout = frame::buffer_layout(buf, &neg.info, neg.format).map_err(fail)?;
-        let ids = frame::check_fd_memories(buf, types).map_err(fail)?;
-        let imported = frame::import(cache, buf, &neg.info, neg.format, &layout, &ids)
-            .map_err(|e| fail(format!("cannot import the frame: {e}")))?;
-        Ok((layout, imported))
+        })
     }
 }

@@ -609,13 +609,9 @@ fn convert_into(
     src.converter.convert(&image, slot).map_err(|e| format!("conversion failed: {e}"))
 }
 
-/// The checks every edgefirst element makes of a frame (planes inside the buffer, fd memories
-/// inside their objects), then its import through the source's cache where its planes are fds.
+/// A frame checked and imported through its source's cache (`frame::checked_import`).
 fn checked_import(src: &mut Source, buf: &gst::Buffer) -> Result<Option<TensorDyn>, String> {
-    let layout = frame::buffer_layout(buf, &src.info, src.format)?;
-    let ids = frame::check_fd_memories(buf, &mut src.types)?;
-    frame::import(&mut src.cache, buf, &src.info, src.format, &layout, &ids)
-        .map_err(|e| format!("cannot import the frame: {e}"))
+    frame::checked_import(buf, &src.info, src.format, &mut src.cache, &mut src.types).map(|(_, t)| t)
 }
 
 /// ROI mode: each region of the frame (its GstVideoRegionOfInterestMetas, or the fixed `rois`)
