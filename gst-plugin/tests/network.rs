@@ -269,36 +269,8 @@ fn an_rtp_consumer_killed_and_restarted_mid_stream_picks_up() {
     prod.set_state(gst::State::Null).unwrap();
 }
 
-/// splitmix64, so a failing case is reproducible from its index.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
 fn messages(n: usize) -> Vec<Vec<u8>> {
-    let caps = gst::Caps::builder("other/tensors")
-        .field("format", "static")
-        .field("num_tensors", 1i32)
-        .field("types", "uint8")
-        .field("dimensions", "3:8:4:1")
-        .build();
-    (0..n)
-        .map(|i| {
-            let mut b = gst::Buffer::from_slice(vec![i as u8; 96]);
-            let mut info = TensorInfo { dtype: 0, ..Default::default() };
-            info.set_layout(&[4, 8, 3], &[24, 3, 1]).unwrap();
-            TensorMeta::add(b.get_mut().unwrap(), &info);
-            b.get_mut().unwrap().set_pts(gst::ClockTime::from_mseconds(i as u64));
-            netmsg::encode(&b, &caps).unwrap()
-        })
-        .collect()
+    (0..n as u64).map(message).collect()
 }
 
 fn depay_pipeline() -> (gst::Element, gst_app::AppSrc, gst_app::AppSink) {

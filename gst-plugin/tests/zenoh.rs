@@ -11,8 +11,6 @@ mod common;
 use common::net::*;
 use common::*;
 use gst::prelude::*;
-use gstedgefirst::transport::netmsg;
-use gstedgefirst::{TensorInfo, TensorMeta};
 use std::sync::Mutex;
 use std::time::Duration;
 use zenoh::Wait;
@@ -137,17 +135,6 @@ fn a_consumer_killed_and_restarted_mid_stream_picks_up() {
     prod.set_state(gst::State::Null).unwrap();
 }
 
-fn message(i: u64) -> Vec<u8> {
-    let caps =
-        gst::Caps::builder("other/tensors").field("types", "uint8").field("dimensions", "3:8:4:1").build();
-    let mut b = gst::Buffer::from_slice(vec![i as u8; 96]);
-    let mut info = TensorInfo { dtype: 0, ..Default::default() };
-    info.set_layout(&[4, 8, 3], &[24, 3, 1]).unwrap();
-    TensorMeta::add(b.get_mut().unwrap(), &info);
-    b.get_mut().unwrap().set_pts(gst::ClockTime::from_mseconds(i));
-    netmsg::encode(&b, &caps).unwrap()
-}
-
 /// A raw Zenoh peer publishing on the consumer's key whatever it likes.
 fn raw_peer(port: u16) -> zenoh::Session {
     let mut c = zenoh::Config::default();
@@ -178,13 +165,8 @@ fn hostile_publishers_get_warnings_and_the_stream_goes_on() {
     .is_some());
     let cases =
         std::env::var("EDGEFIRST_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200usize).min(400);
-    let mut rng = 0x1234_5678u64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut rng = Rng(0x1234_5678);
+    let mut next = || rng.next();
     let mut pushed = 0;
     for i in 0..cases {
         let mut m = message(i as u64 + 1);

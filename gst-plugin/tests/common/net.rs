@@ -133,3 +133,32 @@ pub fn warnings(p: &gst::Element) -> Vec<String> {
     }
     out
 }
+
+/// splitmix64, so a failing case is reproducible from its index.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// Message `i` of a well-formed stream: a uint8 4×8×3 tensor of `i`s with its meta, PTS `i` ms.
+pub fn message(i: u64) -> Vec<u8> {
+    let caps = gst::Caps::builder("other/tensors")
+        .field("format", "static")
+        .field("num_tensors", 1i32)
+        .field("types", "uint8")
+        .field("dimensions", "3:8:4:1")
+        .build();
+    let mut b = gst::Buffer::from_slice(vec![i as u8; 96]);
+    let mut info = gstedgefirst::TensorInfo { dtype: 0, ..Default::default() };
+    info.set_layout(&[4, 8, 3], &[24, 3, 1]).unwrap();
+    TensorMeta::add(b.get_mut().unwrap(), &info);
+    b.get_mut().unwrap().set_pts(gst::ClockTime::from_mseconds(i));
+    gstedgefirst::transport::netmsg::encode(&b, &caps).unwrap()
+}
