@@ -493,14 +493,22 @@ pub(super) unsafe fn multitap(rows: &[&[u8]], plan: &Blocks, pil: bool, out: &[[
     // each) spill registers: RGBA's four pieces one row at a time measured area 1.16 ms and
     // triangle 2.01, three rows 1.00 and 1.76.
     let three = rows.len() == 3;
+    macro_rules! by_slide {
+        ($l:expr, $pil:expr, $m:expr, $r:expr, $rows:expr, $out:expr) => {
+            match plan.slide {
+                true => unsafe { multitap_blocks::<$l, $pil, $m, $r, true>($rows, plan, $out) },
+                false => unsafe { multitap_blocks::<$l, $pil, $m, $r, false>($rows, plan, $out) },
+            }
+        };
+    }
     macro_rules! by_rows {
         ($l:expr, $pil:expr, $m:expr) => {
             match three {
-                true => unsafe { multitap_blocks::<$l, $pil, $m, 3>(rows, plan, out) },
+                true => by_slide!($l, $pil, $m, 3, rows, out),
                 false => {
                     let mut done = plan.done;
                     for i in 0..rows.len() {
-                        let one = unsafe { multitap_blocks::<$l, $pil, $m, 1>(&rows[i..], plan, &out[i..]) };
+                        let one = by_slide!($l, $pil, $m, 1, &rows[i..], &out[i..]);
                         done = done.min(one);
                     }
                     done
@@ -530,16 +538,17 @@ pub(super) unsafe fn multitap(rows: &[&[u8]], plan: &Blocks, pil: bool, out: &[[
     }
 }
 
-/// Rows `rows[..R]` into `out[..R]` (see `multitap`).
+/// Rows `rows[..R]` into `out[..R]` (see `multitap`); `S`: the window slides per pair
+/// (`Blocks::slide`).
 #[inline(always)]
-unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const R: usize>(
+unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const R: usize, const S: bool>(
     rows: &[&[u8]],
     plan: &Blocks,
     out: &[[*mut f32; 4]],
 ) -> usize {
-    assert!(plan.pieces == L && rows.len() >= R && out.len() >= R);
+    assert!(plan.pieces == L && plan.slide == S && rows.len() >= R && out.len() >= R);
     let pairs = plan.pairs;
-    let blocks = plan.targets.len().min(plan.lane_bases.len());
+    let blocks = plan.targets.len().min(plan.lane_bases.len() / if S { pairs } else { 1 });
     assert!(plan.shuf.len() >= blocks * pairs * L && plan.hi.len() >= blocks * pairs * 8);
     assert!(!PIL || plan.lo.len() >= blocks * pairs * 8);
     let zero = _mm256_setzero_si256();
@@ -548,22 +557,29 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
     let top = _mm256_set1_epi32(255);
     let (hi, lo, controls) = (plan.hi.as_ptr(), plan.lo.as_ptr(), plan.shuf.as_ptr());
     let row: [*const u8; R] = std::array::from_fn(|i| rows[i].as_ptr());
+    // The windows of lane bases `at` (a block's, or a block's pair's where they slide).
+    let load = |at: usize| {
+        let [s0, s1] = unsafe { *plan.lane_bases.get_unchecked(at) };
+        let mut v = [[zero; L]; R];
+        for i in 0..R {
+            let (r0, r1) = unsafe { (row[i].add(s0 as usize), row[i].add(s1 as usize)) };
+            for (q, v) in v[i].iter_mut().enumerate() {
+                *v = unsafe {
+                    _mm256_loadu2_m128i(r1.add(16 * q) as *const __m128i, r0.add(16 * q) as *const __m128i)
+                };
+            }
+        }
+        v
+    };
     for b in 0..blocks {
         unsafe {
-            let [s0, s1] = *plan.lane_bases.get_unchecked(b);
-            let mut v = [[zero; L]; R];
-            for i in 0..R {
-                let (r0, r1) = (row[i].add(s0 as usize), row[i].add(s1 as usize));
-                for (q, v) in v[i].iter_mut().enumerate() {
-                    *v = _mm256_loadu2_m128i(
-                        r1.add(16 * q) as *const __m128i,
-                        r0.add(16 * q) as *const __m128i,
-                    );
-                }
-            }
+            let mut v = if S { [[zero; L]; R] } else { load(b) };
             let (mut sh, mut sl) = ([zero; R], [zero; R]);
             for p in 0..pairs {
                 let at = b * pairs + p;
+                if S {
+                    v = load(at);
+                }
                 let ctl = controls.add(at * L);
                 let c: [__m256i; L] =
                     std::array::from_fn(|q| _mm256_load_si256(ctl.add(q) as *const __m256i));

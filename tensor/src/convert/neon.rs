@@ -347,14 +347,22 @@ pub(super) unsafe fn multitap(rows: &[&[u8]], plan: &Blocks, pil: bool, out: &[[
         "loads stay inside the rows"
     );
     let members = out.first().map_or(0, |o| o.iter().take_while(|p| !p.is_null()).count());
+    macro_rules! by_slide {
+        ($l:expr, $pil:expr, $m:expr, $r:expr, $rows:expr, $out:expr) => {
+            match plan.slide {
+                true => unsafe { multitap_blocks::<$l, $pil, $m, $r, true>($rows, plan, $out) },
+                false => unsafe { multitap_blocks::<$l, $pil, $m, $r, false>($rows, plan, $out) },
+            }
+        };
+    }
     macro_rules! by_rows {
         ($l:expr, $pil:expr, $m:expr) => {
             match rows.len() {
-                3 => unsafe { multitap_blocks::<$l, $pil, $m, 3>(rows, plan, out) },
+                3 => by_slide!($l, $pil, $m, 3, rows, out),
                 _ => {
                     let mut done = plan.done;
                     for i in 0..rows.len() {
-                        let one = unsafe { multitap_blocks::<$l, $pil, $m, 1>(&rows[i..], plan, &out[i..]) };
+                        let one = by_slide!($l, $pil, $m, 1, &rows[i..], &out[i..]);
                         done = done.min(one);
                     }
                     done
@@ -397,36 +405,44 @@ unsafe fn lookup<const L: usize>(t: &[uint8x16_t; 4], idx: uint8x16_t) -> uint8x
     }
 }
 
-/// One loop per window size `L`, weights (`PIL`), member count `M` (its lanes' stores) and rows
-/// per call `R`. Not inlined, as `sample_blocks`.
+/// One loop per window size `L`, weights (`PIL`), member count `M` (its lanes' stores), rows
+/// per call `R` and sliding windows `S` (`Blocks::slide`). Not inlined, as `sample_blocks`.
 #[inline(never)]
-unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const R: usize>(
+unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const R: usize, const S: bool>(
     rows: &[&[u8]],
     plan: &Blocks,
     out: &[[*mut f32; 4]],
 ) -> usize {
-    assert!(plan.pieces == L && (1..=4).contains(&L) && rows.len() >= R && out.len() >= R);
+    assert!(plan.pieces == L && plan.slide == S && (1..=4).contains(&L) && rows.len() >= R && out.len() >= R);
     let pairs = plan.pairs;
-    let blocks = plan.targets.len().min(plan.lane_bases.len());
+    let blocks = plan.targets.len().min(plan.lane_bases.len() / if S { pairs } else { 1 });
     assert!(plan.tbl.len() >= blocks * pairs && plan.hi.len() >= blocks * pairs * 8);
     assert!(!PIL || plan.lo.len() >= blocks * pairs * 8);
     unsafe {
         let zero = vdupq_n_s32(0);
         let (unit, half, top) = (vdupq_n_f32(TAP_UNIT), vdupq_n_s32(PIL_HALF), vdupq_n_s32(255));
         let (hi, lo, controls) = (plan.hi.as_ptr(), plan.lo.as_ptr(), plan.tbl.as_ptr() as *const u8);
-        for b in 0..blocks {
-            let starts = *plan.lane_bases.get_unchecked(b);
-            for l in 0..2 {
-                let mut t = [[vdupq_n_u8(0); 4]; R];
-                for i in 0..R {
-                    let at = rows[i].as_ptr().add(starts[l] as usize);
-                    for q in 0..L {
-                        t[i][q] = vld1q_u8(at.add(16 * q));
-                    }
+        // Lane `l`'s windows from lane bases `at` (a block's, or a block's pair's where they slide).
+        let load = |at: usize, l: usize| {
+            let start = plan.lane_bases.get_unchecked(at)[l] as usize;
+            let mut t = [[vdupq_n_u8(0); 4]; R];
+            for i in 0..R {
+                let at = rows[i].as_ptr().add(start);
+                for q in 0..L {
+                    t[i][q] = vld1q_u8(at.add(16 * q));
                 }
+            }
+            t
+        };
+        for b in 0..blocks {
+            for l in 0..2 {
+                let mut t = if S { [[vdupq_n_u8(0); 4]; R] } else { load(b, l) };
                 let (mut h0, mut h1, mut l0, mut l1) = ([zero; R], [zero; R], [zero; R], [zero; R]);
                 for p in 0..pairs {
                     let k = b * pairs + p;
+                    if S {
+                        t = load(k, l);
+                    }
                     let idx = vld1q_u8(controls.add(32 * k + 16 * l));
                     let wh = vld1q_s16(hi.add(8 * k + 4 * l) as *const i16);
                     let wl =

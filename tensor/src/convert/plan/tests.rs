@@ -270,7 +270,10 @@ fn tap_blocks_give_the_scalar_sums() {
                                                 }
                                                 _ => {
                                                     let c = bl.tbl[at].0[16 * l + 4 * i + k] as usize;
-                                                    let start = bl.lane_bases[b][l] as usize;
+                                                    let start = match bl.slide {
+                                                        true => bl.lane_bases[at][l] as usize,
+                                                        false => bl.lane_bases[b][l] as usize,
+                                                    };
                                                     let window = &row[start..][..16 * bl.pieces];
                                                     window.get(c).copied().unwrap_or(0) as i64
                                                 }
