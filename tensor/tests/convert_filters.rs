@@ -193,3 +193,67 @@ fn yuv_through_each_filter_is_close_to_decode_then_resize() {
         }
     }
 }
+
+/// `area` by a ratio of small whole numbers is an exact box (whole weights over one denominator,
+/// exact integer sums): the AVX-512 level sums the source rows first and then filters across,
+/// the other levels filter across first, and every level gives the same bytes — uint8 and the
+/// float32 values themselves — at 2×, 2.5×, 3×, 6.5× and 9×/6×, letterboxed, stretched and from
+/// a source region at odd offsets, chroma centred and cosited, for every format.
+#[test]
+fn exact_area_sums_rows_first_with_the_same_bytes() {
+    use edgefirst_tensor::preprocess::ChromaSite;
+    let levels = levels();
+    assert_vector_levels_tested(&levels);
+    let cases = [
+        (480, 270, 160, 160, FitMode::Letterbox, None),
+        (400, 300, 200, 150, FitMode::Stretch, None),
+        (500, 300, 200, 120, FitMode::Stretch, None),
+        (650, 364, 100, 56, FitMode::Stretch, None),
+        (900, 600, 100, 100, FitMode::Stretch, None),
+        (320, 240, 100, 100, FitMode::Stretch, Some(Region::new(5, 7, 300, 200))),
+    ];
+    let mut rows_first = 0;
+    for (i, format) in formats().enumerate() {
+        for (j, &(w, h, dw, dh, fit, region)) in cases.iter().enumerate() {
+            let frame = Frame::random(format, w, h, 2000 + (i * 10 + j) as u64);
+            for (site, dtype) in [(ChromaSite::CENTRED, DType::U8), (ChromaSite::COSITED, DType::F32)] {
+                let spec = ConvertSpec {
+                    fit,
+                    interpolation: Interpolation::Area,
+                    source_region: region,
+                    chroma_site: site,
+                    ..Default::default()
+                };
+                let dst = DstLayout::dense(dw, dh, Colorspace::Rgb, false, dtype);
+                let mut conv = Converter::new(format, w, h, dst, &spec, 1).unwrap();
+                let mut first: Option<Vec<u8>> = None;
+                for &level in &levels {
+                    conv.set_simd(level);
+                    let before = conv.kernel_counts().rows_first;
+                    let mut out = vec![0xeeu8; dst.bytes()];
+                    conv.convert(&frame.image(), &mut out).unwrap();
+                    let made = conv.kernel_counts().rows_first - before;
+                    let what =
+                        format!("{format:?} {w}x{h} -> {dw}x{dh} {fit:?} {region:?} {dtype:?} at {level:?}");
+                    match &first {
+                        None => first = Some(out),
+                        Some(want) => {
+                            let at = out.iter().zip(want).position(|(a, b)| a != b);
+                            assert!(at.is_none(), "{what}: byte {at:?} differs from the baseline's");
+                        }
+                    }
+                    if level != Simd::Avx512 {
+                        assert_eq!(made, 0, "{what}: only AVX-512 sums rows first");
+                    } else if format == PixelFormat::Nv12 && j == 0 {
+                        // Y, U and V of every content pixel (640 x 360 of a 3x letterbox).
+                        assert_eq!(made, 3 * 160 * 90, "{what}");
+                    }
+                    rows_first += made;
+                }
+            }
+        }
+    }
+    if levels.contains(&Simd::Avx512) {
+        assert!(rows_first > 1_000_000, "{rows_first} outputs summed rows first");
+    }
+}

@@ -647,9 +647,10 @@ pub(super) unsafe fn multitap_vertical(rows: &[*const f32], taps: VTaps<'_>, out
     let n = out.len() / 16 * 16;
     let o = out.as_mut_ptr();
     match taps {
-        VTaps::Float(w) => {
+        VTaps::Float(w, scale) => {
             let (first, rest) = (rows[0], &rows[1..w.len().min(rows.len())]);
             let w0 = _mm256_set1_ps(w[0]);
+            let scale = _mm256_set1_ps(scale);
             for x in (0..n).step_by(16) {
                 unsafe {
                     let mut a = _mm256_mul_ps(w0, _mm256_loadu_ps(first.add(x)));
@@ -659,8 +660,8 @@ pub(super) unsafe fn multitap_vertical(rows: &[*const f32], taps: VTaps<'_>, out
                         a = _mm256_add_ps(a, _mm256_mul_ps(wj, _mm256_loadu_ps(r.add(x))));
                         b = _mm256_add_ps(b, _mm256_mul_ps(wj, _mm256_loadu_ps(r.add(x + 8))));
                     }
-                    _mm256_storeu_ps(o.add(x), a);
-                    _mm256_storeu_ps(o.add(x + 8), b);
+                    _mm256_storeu_ps(o.add(x), _mm256_mul_ps(a, scale));
+                    _mm256_storeu_ps(o.add(x + 8), _mm256_mul_ps(b, scale));
                 }
             }
         }

@@ -305,6 +305,63 @@ pub(super) struct Ring {
     pub(super) rows: [Vec<f32>; 4],
     pub(super) tags: [Vec<usize>; 4],
     pub(super) acc: Vec<i32>,
+    /// An exact box's vertical sums of one output row (`box_row`), a plane's row long.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) sums: Vec<u16>,
+}
+
+/// Output row `cy` of the groups of an exact box that have rows-first blocks (`TapGroup::w16`,
+/// see `plan::EXACT_MAX`): per group, `sums(bytes, stride, first, k_y, (lo, hi), sums)` makes the
+/// vertical sums `Σ k_y b` of the samples its taps read, `blocks(g, sums, inv, out)` filters them
+/// across (whole blocks; it says how many outputs), and the loop here does the rest, each output
+/// `Σ k_x · sum` times `inv`. The sums are exact integers, so this order gives the values of
+/// `multitap_row` (across first) to the bit. Returns the groups done (bit `g`), the outputs the
+/// blocks made and all the outputs made.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn box_row(
+    m: &MultiTap,
+    comps: &[Comp],
+    planes: &[(&[u8], usize); 3],
+    cy: usize,
+    sums: &mut [u16],
+    out: &mut [Vec<f32>; 4],
+    mut vsum: impl FnMut(&[u8], usize, usize, &[i16], (usize, usize), &mut [u16]),
+    mut blocks: impl FnMut(usize, &[u16], f32, [*mut f32; 4]) -> usize,
+) -> (u32, u64, u64) {
+    let (mut groups, mut made, mut all) = (0, 0, 0);
+    for (gi, g) in m.groups.iter().enumerate().filter(|(_, g)| g.w16.is_some()) {
+        let lead = comps[g.members[0]];
+        let axis = usize::from(lead.chroma);
+        let (cols, rows) = (&m.cols[axis], &m.rows[axis]);
+        let (kv, kh, n) = (rows.taps, cols.taps, cols.first.len());
+        let (bytes, stride) = planes[lead.plane];
+        let step = lead.step;
+        let lo = g.members.iter().map(|&c| m.base[c][0] as usize).min().unwrap_or(0);
+        let hi =
+            g.members.iter().map(|&c| m.base[c][n - 1] as usize + step * (kh - 1) + 1).max().unwrap_or(0);
+        vsum(bytes, stride, rows.first[cy] as usize, &rows.k[cy * kv..][..kv], (lo, hi), sums);
+        let inv = m.scale[axis] * (1.0 / (super::plan::TAP_STEPS * super::plan::TAP_STEPS)) as f32;
+        let targets: [*mut f32; 4] =
+            std::array::from_fn(|i| g.members.get(i).map_or(std::ptr::null_mut(), |&c| out[c].as_mut_ptr()));
+        let done = blocks(gi, sums, inv, targets).min(n);
+        made += (done * g.members.len()) as u64;
+        for &c in &g.members {
+            let bases = &m.base[c][done..n];
+            let weights = cols.k[done * kh..].chunks_exact(kh);
+            for ((o, &base), w) in out[c][done..n].iter_mut().zip(bases).zip(weights) {
+                let mut acc = 0i32;
+                for j in 0..kh {
+                    acc += w[j] as i32 * sums[base as usize + step * j] as i32;
+                }
+                *o = acc as f32 * inv;
+            }
+        }
+        groups |= 1 << gi;
+        all += (n * g.members.len()) as u64;
+    }
+    (groups, made, all)
 }
 
 /// Output row `cy` of a multi-tap filter into `out` (one row per component, content width): each
@@ -318,6 +375,7 @@ pub(super) struct Ring {
 /// `vertical(rows, taps, out)` likewise blends the first outputs of `out` from the filtered rows
 /// `rows` (each the content width), in the order of the loops here: for the OpenCV presets
 /// `w0 · r0`, then `+ wj · rj` per tap, each product and sum rounded (no FMA); PIL's in i32.
+/// Groups in `skip` (bit `g`) were made by `box_row` and are left alone.
 /// Returns the outputs the horizontal vector kernel made, over every component.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -328,12 +386,21 @@ pub(super) fn multitap_row(
     cy: usize,
     ring: &mut Ring,
     out: &mut [Vec<f32>; 4],
+    skip: u32,
     mut vector: impl FnMut(usize, &[&[u8]], &[[*mut f32; 4]]) -> usize,
     mut vertical: impl FnMut(&[*const f32], VTaps<'_>, &mut [f32]) -> usize,
 ) -> u64 {
-    let Ring { rows: ring, tags: ring_rows, acc } = ring;
+    let Ring { rows: ring, tags: ring_rows, acc, .. } = ring;
     let mut made = 0;
+    // Components whose group `box_row` made (bit `g` of `skip`).
+    let mut done_before = [false; 4];
     for (gi, g) in m.groups.iter().enumerate() {
+        if skip & (1 << gi) != 0 {
+            for &k in &g.members {
+                done_before[k] = true;
+            }
+            continue;
+        }
         let lead = comps[g.members[0]];
         let axis = usize::from(lead.chroma);
         let (cols, rows) = (&m.cols[axis], &m.rows[axis]);
@@ -400,7 +467,7 @@ pub(super) fn multitap_row(
             }
         }
     }
-    for (k, comp) in comps.iter().enumerate().filter(|&(k, _)| m.blended[k]) {
+    for (k, comp) in comps.iter().enumerate().filter(|&(k, _)| m.blended[k] && !done_before[k]) {
         let axis = usize::from(comp.chroma);
         let rows = &m.rows[axis];
         let (kv, n) = (rows.taps, m.cols[axis].first.len());
@@ -415,7 +482,7 @@ pub(super) fn multitap_row(
                 }
                 let taps = match m.round_between {
                     true => VTaps::Pil(&rows.wi[cy * kv..][..kv]),
-                    false => VTaps::Float(&rows.w[cy * kv..][..kv]),
+                    false => VTaps::Float(&rows.w[cy * kv..][..kv], m.scale[axis]),
                 };
                 vertical(&rows_at[..kv], taps, o).min(n)
             }
@@ -448,6 +515,12 @@ pub(super) fn multitap_row(
                 }
             }
         }
+        let scale = m.scale[axis];
+        if scale != 1.0 {
+            for o in &mut o[done..] {
+                *o *= scale;
+            }
+        }
     }
     made
 }
@@ -470,9 +543,10 @@ fn pil_byte(v: i32) -> f32 {
 /// The most taps the level's vertical kernels take (more go row by row here).
 const VTAPS: usize = 64;
 
-/// One output row's vertical weights: the OpenCV presets' floats or PIL's 2^-22ths.
+/// One output row's vertical weights: the OpenCV presets' floats, then the sum times a scale
+/// (`MultiTap::scale`: 1, or an exact box's `2^14 / K` per axis), or PIL's 2^-22ths.
 #[derive(Clone, Copy)]
 pub(super) enum VTaps<'a> {
-    Float(&'a [f32]),
+    Float(&'a [f32], f32),
     Pil(&'a [i32]),
 }

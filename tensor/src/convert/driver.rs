@@ -175,6 +175,32 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 |g: usize, rows: &[&[u8]], out: &[[*mut f32; 4]]| multitap_horizontal(c, m, g, rows, out);
             let vertical =
                 |rows: &[*const f32], taps: VTaps<'_>, out: &mut [f32]| multitap_vertical(c, rows, taps, out);
+            // An exact box at AVX-512: rows summed first, then across (`baseline::box_row`).
+            #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
+            let mut skip = 0;
+            #[cfg(target_arch = "x86_64")]
+            if c.avx512() && !s.ring.sums.is_empty() {
+                let vsum = |b: &[u8], stride, first, k: &[i16], span, sums: &mut [u16]| unsafe {
+                    avx512::box_sums(b, stride, first, k, span, sums)
+                };
+                let blocks = |g: usize, sums: &[u16], inv, out| match &m.groups[g].w16 {
+                    Some(plan) => unsafe { avx512::box_blocks(sums, plan, inv, out) },
+                    None => 0,
+                };
+                let (groups, made, all) = baseline::box_row(
+                    m,
+                    &c.comps,
+                    &src.planes,
+                    cy,
+                    &mut s.ring.sums,
+                    &mut s.comps,
+                    vsum,
+                    blocks,
+                );
+                skip = groups;
+                s.counts.sampled += made;
+                s.counts.rows_first += all;
+            }
             s.counts.sampled += baseline::multitap_row(
                 m,
                 &c.comps,
@@ -182,6 +208,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 cy,
                 &mut s.ring,
                 &mut s.comps,
+                skip,
                 vector,
                 vertical,
             );

@@ -210,6 +210,10 @@ pub struct KernelCounts {
     pub sampled: u64,
     /// Content pixels coloured, normalized and stored by a fused vector finish loop.
     pub finished: u64,
+    /// An exact box (`area` by a ratio of small whole numbers): outputs made by summing the
+    /// source rows first and then filtering across (AVX-512), one per component and content
+    /// pixel; these are also counted in `sampled` where the level's blocks made them.
+    pub rows_first: u64,
 }
 // The multi-tap filters (`Interpolation::Area`, `BilinearAntialias`, `Bicubic`, `BicubicOpencv`)
 // sample with the level's blocks (`plan::TapGroup`) where the taps fit their windows and with the
@@ -524,6 +528,12 @@ impl Converter {
                             _ => Vec::new(),
                         }),
                         acc: vec![0; if multi.is_some() { rect.width } else { 0 }],
+                        sums: match &multi {
+                            Some(m) if m.groups.iter().any(|g| g.w16.is_some()) => {
+                                vec![0; m.row_len.iter().copied().max().unwrap_or(0)]
+                            }
+                            _ => Vec::new(),
+                        },
                     },
                     counts: KernelCounts::default(),
                 })
@@ -634,7 +644,11 @@ impl Converter {
     pub fn kernel_counts(&self) -> KernelCounts {
         self.scratch.iter().fold(KernelCounts::default(), |sum, s| {
             let c = s.lock().unwrap().counts;
-            KernelCounts { sampled: sum.sampled + c.sampled, finished: sum.finished + c.finished }
+            KernelCounts {
+                sampled: sum.sampled + c.sampled,
+                finished: sum.finished + c.finished,
+                rows_first: sum.rows_first + c.rows_first,
+            }
         })
     }
 

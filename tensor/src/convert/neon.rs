@@ -499,7 +499,8 @@ pub(super) unsafe fn multitap_vertical(rows: &[*const f32], taps: VTaps<'_>, out
     let o = out.as_mut_ptr();
     unsafe {
         match taps {
-            VTaps::Float(w) => {
+            VTaps::Float(w, scale) => {
+                let scale = vdupq_n_f32(scale);
                 let rows = &rows[..w.len().min(rows.len())];
                 for x in (0..n).step_by(16) {
                     let w0 = vdupq_n_f32(w[0]);
@@ -512,7 +513,7 @@ pub(super) unsafe fn multitap_vertical(rows: &[*const f32], taps: VTaps<'_>, out
                         }
                     }
                     for (i, a) in a.iter().enumerate() {
-                        vst1q_f32(o.add(x + 4 * i), *a);
+                        vst1q_f32(o.add(x + 4 * i), vmulq_f32(*a, scale));
                     }
                 }
             }

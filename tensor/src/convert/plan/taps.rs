@@ -39,6 +39,10 @@ pub(in crate::convert) struct TapGroup {
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) b16: Option<Blocks>,
     pub(in crate::convert) b8: Option<Blocks>,
+    /// An exact box (`Taps::exact` on both axes): 16-dword blocks over the rows' vertical sums
+    /// (`u16` samples, `Blocks::words`), for the AVX-512 level that sums rows first.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(in crate::convert) w16: Option<Blocks>,
 }
 
 /// A group's blocks. Lane `l` of block `b` holds outputs `x..x + 4` of member `m`
@@ -54,8 +58,11 @@ pub(in crate::convert) struct Blocks {
     /// 16 dwords: per block, the window's first byte; `narrow` windows are 64 bytes (one load),
     /// else 128 (two loads, the dwords' odd bytes masked). `[block][pair]` controls: `vpermt2b`
     /// indices, tap `2p` in byte 0 and tap `2p + 1` in byte 2 of each dword (64, the zero
-    /// register, elsewhere when narrow).
+    /// register, elsewhere when narrow). With `words`, the row is of u16 samples: a base is a
+    /// sample, a window holds 32 or 64 of them, and a tap's two bytes fill its half of the dword.
     pub(in crate::convert) narrow: bool,
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(in crate::convert) words: bool,
     pub(in crate::convert) bases: Vec<u32>,
     pub(in crate::convert) c64: Vec<Aligned64<[u8; 64]>>,
     /// 8 dwords: per block and lane, its window's first byte (a window of `pieces` 16-byte
@@ -84,6 +91,7 @@ pub(in crate::convert) fn tap_groups(
     base: &[Vec<u32>],
     row_len: [usize; 3],
     pil: bool,
+    exact: [bool; 2],
 ) -> Vec<TapGroup> {
     let mut done = vec![false; comps.len()];
     let mut order: Vec<usize> = (0..comps.len()).collect();
@@ -111,8 +119,10 @@ pub(in crate::convert) fn tap_groups(
         let offsets: Vec<usize> = members.iter().map(|&m| comps[m].offset - c.offset).collect();
         let t = &cols[usize::from(c.chroma)];
         let len = row_len[c.plane];
-        let plan = |lanes| Blocks::new(&base[k], &offsets, c.step, t, len, lanes, pil);
-        groups.push(TapGroup { members, b16: plan(4), b8: plan(2) });
+        let plan = |lanes, words| Blocks::new(&base[k], &offsets, c.step, t, len, lanes, pil, words);
+        let w16 =
+            if exact[usize::from(c.chroma)] && cfg!(target_arch = "x86_64") { plan(4, true) } else { None };
+        groups.push(TapGroup { members, b16: plan(4, false), b8: plan(2, false), w16 });
     }
     groups
 }
@@ -147,6 +157,8 @@ impl Blocks {
     /// from `base[x]` (output `x`'s first tap of the first member), taps `step` bytes apart, in
     /// rows of `row_len` bytes. A window starts at its block's first byte, or earlier where it
     /// would pass the row's end: no load leaves the row. `None` where the windows do not fit.
+    /// `words`: the same positions in a row of u16 samples (four lanes only).
+    #[allow(clippy::too_many_arguments)]
     fn new(
         base: &[u32],
         offsets: &[usize],
@@ -155,7 +167,12 @@ impl Blocks {
         row_len: usize,
         lanes: usize,
         pil: bool,
+        words: bool,
     ) -> Option<Blocks> {
+        if words && (lanes != 4 || pil) {
+            return None;
+        }
+        let size = if words { 2 } else { 1 };
         let (members, chunks, taps, pairs) = (offsets.len(), base.len() / 4, t.taps, t.taps.div_ceil(2));
         // Lane order: per block, member-major over `per` chunks (M ≤ lanes), or a chunk's members
         // over `split` blocks.
@@ -202,6 +219,7 @@ impl Blocks {
             pairs,
             targets,
             narrow: false,
+            words,
             bases: Vec::new(),
             c64: Vec::new(),
             pieces: 0,
@@ -215,19 +233,25 @@ impl Blocks {
         };
         if lanes == 4 {
             let widest = plan.targets.iter().map(|t| span(t)).map(|(a, z)| z - a).max()?;
-            let window = [64, 128].into_iter().find(|&w| widest <= w && row_len >= w)?;
-            plan.narrow = window == 64;
+            // The window in samples (bytes, or u16 samples with `words`).
+            let window = [64 / size, 128 / size].into_iter().find(|&w| widest <= w && row_len >= w)?;
+            plan.narrow = window == 64 / size;
             for b in 0..blocks {
                 let target = plan.targets[b];
                 let start = span(&target).0.min(row_len - window);
                 plan.reach = plan.reach.max(start + window);
                 plan.bases.push(start as u32);
                 for p in 0..pairs {
-                    let mut ctl = [if plan.narrow { 64 } else { 0 }; 64];
+                    let mut ctl = [if plan.narrow && !words { 64 } else { 0 }; 64];
                     for (l, &lane) in target.iter().enumerate().filter(|(_, &l)| l != IDLE) {
                         for i in 0..4 {
-                            ctl[16 * l + 4 * i] = (tap(lane, i, 2 * p) - start) as u8;
-                            ctl[16 * l + 4 * i + 2] = (tap(lane, i, 2 * p + 1) - start) as u8;
+                            let (a, z) = (tap(lane, i, 2 * p) - start, tap(lane, i, 2 * p + 1) - start);
+                            let d = 16 * l + 4 * i;
+                            match words {
+                                false => (ctl[d], ctl[d + 2]) = (a as u8, z as u8),
+                                true => ctl[d..d + 4]
+                                    .copy_from_slice(&[2 * a, 2 * a + 1, 2 * z, 2 * z + 1].map(|v| v as u8)),
+                            }
                         }
                     }
                     plan.c64.push(Aligned64(ctl));

@@ -110,7 +110,11 @@ fn multi_tap_weights() {
                         true => {
                             t.wi[i * t.taps..][..t.taps].iter().map(|&w| w as f64).sum::<f64>() / PIL_STEPS
                         }
-                        false => t.w[i * t.taps..][..t.taps].iter().map(|&w| w as f64).sum(),
+                        // An exact box's whole weights sum to its denominator.
+                        false => {
+                            let unit = t.exact.map_or(1.0, |k| TAP_STEPS / k as f64);
+                            t.w[i * t.taps..][..t.taps].iter().map(|&w| w as f64).sum::<f64>() * unit
+                        }
                     };
                     let tol = if f.round_between { 4.0 / PIL_STEPS } else { 0.0 };
                     assert!((sum - 1.0).abs() <= tol, "{interp:?} output {i}: weights sum to {sum}");
@@ -186,6 +190,47 @@ fn shuffle_plans_pick_every_tap() {
 /// over up to four registers), the weight pairs multiply and add in i32, and each lane lands
 /// where the kernels' store rule puts it. Every output the blocks cover equals the scalar loops'
 /// sum, the lanes follow that rule, and no window passes the row.
+/// A box downscale by a ratio of small whole numbers is exact (`Taps::exact`): every weight is
+/// the footprint's cover of its sample times `K / step`, a whole number (the 1080p → 640 luma
+/// boxes of three ones; 4:2:0 chroma at 1.5×, centred and cosited; 900p's 5/2), and a ratio past
+/// `EXACT_MAX` (1917 → 640) or a filter other than the box keeps the normalized 2^-14ths.
+#[test]
+fn exact_boxes() {
+    let area = Filter::of(Interpolation::Area, true).unwrap();
+    // (outputs, start, length, divisor, grid, siting shift, K)
+    let cases = [
+        (640, 0, 1920, 1, 1919, 0.0, Some(3)),
+        (640, 0, 1920, 2, 959, 0.0, Some(3)),
+        (640, 0, 1920, 2, 959, 0.25, Some(6)),
+        (360, 0, 900, 1, 899, 0.0, Some(5)),
+        (333, 7, 999, 1, 1006, 0.0, Some(3)),
+        (640, 0, 1917, 1, 1916, 0.0, None),
+    ];
+    for (n, start, len, div, hi, shift, k) in cases {
+        let t = multi_axis(n, start, len, div, 0, hi, area, shift);
+        assert_eq!(t.exact, k, "{len} -> {n} / {div} shifted {shift}");
+        let Some(k) = k else { continue };
+        let step = len as f64 / (n * div) as f64;
+        for i in 0..n {
+            let left = start as f64 / div as f64 + shift + i as f64 * step;
+            let right = left + step;
+            // (A footprint past the grid's end piles its cover on the edge sample.)
+            if right > (hi + 1) as f64 {
+                continue;
+            }
+            for j in 0..t.taps {
+                let s = (t.first[i] as usize + j) as f64;
+                let cover = (right.min(s + 1.0) - left.max(s)).max(0.0);
+                let whole = t.w[i * t.taps + j] as f64 * TAP_STEPS;
+                assert_eq!(whole, cover * k as f64 / step, "output {i} tap {j}");
+                assert_eq!(t.k[i * t.taps + j] as f64, whole);
+            }
+        }
+    }
+    let cubic = Filter::of(Interpolation::BicubicOpencv, true).unwrap();
+    assert_eq!(multi_axis(640, 0, 1920, 1, 0, 1919, cubic, 0.0).exact, None);
+}
+
 #[test]
 // Lanes, words and blocks index parallel tables.
 #[allow(clippy::needless_range_loop)]
