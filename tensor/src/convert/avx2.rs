@@ -665,7 +665,7 @@ pub(super) unsafe fn multitap_vertical(rows: &[*const f32], taps: VTaps<'_>, out
                 }
             }
         }
-        VTaps::Pil(w) => {
+        VTaps::Pil(w, _) => {
             let (half, zero, top) =
                 (_mm256_set1_epi32(PIL_HALF), _mm256_setzero_si256(), _mm256_set1_epi32(255));
             let done = |s: __m256i| {

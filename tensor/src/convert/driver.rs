@@ -350,16 +350,21 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
 fn multitap_horizontal(
     c: &Converter,
     m: &MultiTap,
-    g: usize,
+    gi: usize,
     rows: &[&[u8]],
     out: &[[*mut f32; 4]],
 ) -> usize {
-    let g = &m.groups[g];
+    let g = &m.groups[gi];
     let pil = m.round_between;
     let fits = |reach: usize| rows.iter().all(|r| reach <= r.len());
     // `multitap_row` gives each member's row at the content width, which `done` never passes.
     #[cfg(target_arch = "x86_64")]
     {
+        if let Some(plan) = g.whole.as_ref().filter(|p| c.avx512() && fits(p.reach)) {
+            let done = unsafe { avx512::whole(rows, plan, out) };
+            baseline::whole_fixup(m, &c.comps, gi, rows, out);
+            return done;
+        }
         if let Some(plan) = g.b16.as_ref().filter(|p| c.avx512() && fits(p.reach)) {
             return unsafe { avx512::multitap(rows, plan, pil, out) };
         }
@@ -381,7 +386,10 @@ fn multitap_horizontal(
 fn multitap_vertical(c: &Converter, rows: &[*const f32], taps: VTaps<'_>, out: &mut [f32]) -> usize {
     // `multitap_row` gives rows of the content width, as long as `out`.
     #[cfg(target_arch = "x86_64")]
-    if c.avx2() {
+    if c.avx512() {
+        // (The last outputs, under 32, by the baseline loop.)
+        return unsafe { avx512::multitap_vertical(rows, taps, out) };
+    } else if c.avx2() {
         return unsafe { avx2::multitap_vertical(rows, taps, out) };
     }
     #[cfg(target_arch = "aarch64")]

@@ -517,7 +517,7 @@ pub(super) unsafe fn multitap_vertical(rows: &[*const f32], taps: VTaps<'_>, out
                     }
                 }
             }
-            VTaps::Pil(w) => {
+            VTaps::Pil(w, _) => {
                 let (zero, top) = (vdupq_n_s32(0), vdupq_n_s32(255));
                 for x in (0..n).step_by(16) {
                     let mut a = [vdupq_n_s32(PIL_HALF); 4];

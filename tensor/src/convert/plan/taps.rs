@@ -43,6 +43,9 @@ pub(in crate::convert) struct TapGroup {
     /// (`u16` samples, `Blocks::words`), for the AVX-512 level that sums rows first.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) w16: Option<Blocks>,
+    /// PIL's whole weights (`Taps::d`): 32-lane blocks for the AVX-512 level (`plan::Whole`).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(in crate::convert) whole: Option<super::Whole>,
 }
 
 /// A group's blocks. Lane `l` of block `b` holds outputs `x..x + 4` of member `m`
@@ -122,7 +125,12 @@ pub(in crate::convert) fn tap_groups(
         let plan = |lanes, words| Blocks::new(&base[k], &offsets, c.step, t, len, lanes, pil, words);
         let w16 =
             if exact[usize::from(c.chroma)] && cfg!(target_arch = "x86_64") { plan(4, true) } else { None };
-        groups.push(TapGroup { members, b16: plan(4, false), b8: plan(2, false), w16 });
+        // (Planned on every target for the host tests; only the AVX-512 level runs them.)
+        let whole = match pil && cfg!(any(test, target_arch = "x86_64")) {
+            true => super::Whole::new(&base[k], &offsets, c.step, t, len),
+            false => None,
+        };
+        groups.push(TapGroup { members, b16: plan(4, false), b8: plan(2, false), w16, whole });
     }
     groups
 }

@@ -353,3 +353,144 @@ fn tap_blocks_give_the_scalar_sums() {
     // Both block kinds ran on every kind of group (a plan that fits nowhere checks nothing).
     assert!(checked.iter().all(|&c| c > 50_000), "{checked:?}");
 }
+
+/// PIL's weights taken as whole `k / D` (`weights::pil_whole`) give PIL's byte for any bytes: on
+/// the triangle and PIL's bicubic at 1.5× to 4× and odd ratios, chroma grids shifted by the
+/// sitings, random rows and the extremes, `⌊(2S + D) / 2D⌋` equals PIL's `⌊(Σ wi·b + 2^21) /
+/// 2^22⌋` clamped; the 3× triangle's inner outputs are 1, 2, 3, 2, 1 over 9; and `divider`'s
+/// multiply-high and shift divide every `2S + D` a block can make, for every `D`.
+#[test]
+fn pil_whole_weights_give_pils_bytes() {
+    use super::weights::{pil_whole, WHOLE_MAX};
+    use super::whole::divider;
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut whole, mut checked) = (0, 0);
+    for interp in [Interpolation::BilinearAntialias, Interpolation::Bicubic] {
+        let f = Filter::of(interp, true).unwrap();
+        for (n, len, div, shift) in [
+            (640, 1920, 1, 0.0),
+            (640, 1920, 2, 0.0),
+            (640, 1920, 2, 0.25),
+            (640, 1600, 1, 0.0),
+            (100, 400, 1, 0.0),
+            (300, 700, 1, 0.0),
+            (320, 480, 2, -0.25),
+        ] {
+            let t = multi_axis(n, 0, len, div, 0, len / div - 1, f, shift);
+            for i in 0..n {
+                let wi = &t.wi[i * t.taps..][..t.taps];
+                let Some((d, k)) = pil_whole(wi) else { continue };
+                assert_eq!(t.d[i], d);
+                assert_eq!(&t.k[i * t.taps..][..t.taps], &k[..]);
+                whole += 1;
+                for round in 0..64 {
+                    let b: Vec<i64> = (0..t.taps)
+                        .map(|j| match round {
+                            0 => 0,
+                            1 => 255,
+                            2 => 255 * (j as i64 % 2),
+                            _ => (next() % 256) as i64,
+                        })
+                        .collect();
+                    let pil = (wi.iter().zip(&b).map(|(&w, &b)| w as i64 * b).sum::<i64>() + (1 << 21)) >> 22;
+                    let s: i64 = k.iter().zip(&b).map(|(&k, &b)| k as i64 * b).sum();
+                    assert_eq!(
+                        pil.clamp(0, 255),
+                        (2 * s + d as i64) / (2 * d as i64),
+                        "{interp:?} {len}->{n} output {i}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        if interp == Interpolation::BilinearAntialias {
+            let t = multi_axis(640, 0, 1920, 1, 0, 1919, f, 0.0);
+            assert_eq!((t.d[5], &t.k[5 * t.taps..][..5]), (9, &[1i16, 2, 3, 2, 1][..]));
+        }
+    }
+    assert!(whole > 2000 && checked > 100_000, "{whole} whole outputs, {checked} sums");
+    // 16 bits divide every D up to 92 (a few larger ones have no such multiplier: their blocks
+    // take the scalar sums).
+    for d in 1..=WHOLE_MAX as u16 {
+        assert_eq!(divider(d).is_some(), d <= 92 || ![93, 107, 115, 119, 123, 125, 127].contains(&d), "{d}");
+    }
+}
+
+/// The whole-weight blocks (`whole::Whole`) run in scalar as the AVX-512 kernel runs them: the
+/// controls pick bytes from each block's window, the signed-byte weights multiply them in pairs,
+/// `2S + D` goes through the lane's multiply-high and shift; every whole block's output is PIL's
+/// byte, and the lanes follow the kernel's store rule.
+#[test]
+#[allow(clippy::needless_range_loop)]
+fn whole_blocks_give_pils_bytes() {
+    use crate::preprocess::Interpolation as I;
+    let mut checked = 0;
+    for format in [PixelFormat::Nv12, PixelFormat::Rgba, PixelFormat::Rgb, PixelFormat::Gray8] {
+        let (_, comps) = components(format).unwrap();
+        for (w, n) in [(1920, 640), (1600, 640), (960, 320), (1000, 333)] {
+            let filter = Filter::of(I::BilinearAntialias, true).unwrap();
+            let div = if format == PixelFormat::Nv12 { 2 } else { 1 };
+            let cols = [
+                multi_axis(n, 0, w, 1, 0, w - 1, filter, 0.0),
+                multi_axis(n, 0, w, div, 0, w / div - 1, filter, 0.0),
+            ];
+            let row_len: [usize; 3] = std::array::from_fn(|p| match p < format.num_planes() {
+                true => format.plane_sampling(p, 1).row_bytes(w),
+                false => 0,
+            });
+            let plan = MultiTap::new(cols.clone(), cols.clone(), &comps, row_len, true);
+            for g in &plan.groups {
+                let Some(wb) = &g.whole else { continue };
+                let lead = comps[g.members[0]];
+                let t = &cols[usize::from(lead.chroma)];
+                let row: Vec<u8> = (0..row_len[lead.plane]).map(|i| (i * 97 % 253) as u8).collect();
+                let window = if wb.narrow { 64 } else { 128 };
+                assert!(wb.reach <= row.len());
+                for (b, targets) in wb.targets.iter().enumerate().filter(|&(b, _)| wb.whole[b]) {
+                    let win = &row[wb.bases[b] as usize..][..window];
+                    for l in 0..4 {
+                        let mm = g.members.len();
+                        let rule = match mm {
+                            1 => Some((0, 32 * b + 8 * l)),
+                            2 => Some((l / 2, 16 * b + 8 * (l % 2))),
+                            _ => (l < mm).then_some((l, 8 * b)),
+                        };
+                        let got = (targets[l] != taps::IDLE)
+                            .then(|| ((targets[l] >> 24) as usize, (targets[l] & 0xff_ffff) as usize));
+                        assert_eq!(got, rule, "{format:?} {w}->{n} block {b} lane {l}");
+                        let Some((m, x0)) = got else { continue };
+                        for i in 0..8 {
+                            let lane = 8 * l + i;
+                            let mut s = 0i32;
+                            for p in 0..wb.pairs {
+                                let (c, k) = (&wb.ctl[b * wb.pairs + p].0, &wb.k[b * wb.pairs + p].0);
+                                s += win[c[2 * lane] as usize] as i32 * k[2 * lane] as i32
+                                    + win[c[2 * lane + 1] as usize] as i32 * k[2 * lane + 1] as i32;
+                            }
+                            let tt = (2 * s + wb.d[b].0[lane] as i32) as u32;
+                            let q = (tt * wb.mul[b].0[lane] as u32) >> 16 >> wb.shift[b].0[lane];
+                            let x = x0 + i;
+                            let k = g.members[m];
+                            let pil: i64 = (0..t.taps)
+                                .map(|j| {
+                                    t.wi[x * t.taps + j] as i64
+                                        * row[plan.base[k][x] as usize + comps[k].step * j] as i64
+                                })
+                                .sum::<i64>();
+                            let pil = ((pil + (1 << 21)) >> 22).clamp(0, 255);
+                            assert_eq!(q as i64, pil, "{format:?} {w}->{n} block {b} lane {l} output {x}");
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 10_000, "{checked}");
+}

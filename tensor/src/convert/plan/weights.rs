@@ -124,8 +124,11 @@ pub(in crate::convert) struct Taps {
     pub(in crate::convert) w: Vec<f32>,
     pub(in crate::convert) wi: Vec<i32>,
     pub(in crate::convert) exact: Option<u32>,
-    /// An exact box's whole weights `k` (as `w`), for the levels that sum rows first.
+    /// An exact box's whole weights `k` (as `w`), for the levels that sum rows first; for the PIL
+    /// filters, each output's weights as whole `k / d[i]` where that gives PIL's bytes
+    /// (`pil_whole`; `d[i]` 0 where not).
     pub(in crate::convert) k: Vec<i16>,
+    pub(in crate::convert) d: Vec<u8>,
 }
 
 /// The largest denominator of an exact box (`Taps::exact`). A downscale by a ratio of small
@@ -294,6 +297,7 @@ fn axis_taps(
         wi: vec![0; if pil { n * taps } else { 0 }],
         exact: exact.map(|(k, _)| k),
         k: Vec::new(),
+        d: Vec::new(),
     };
     for (i, q) in raw.iter().enumerate() {
         // Every output reads `taps` samples inside the grid, its own weights where they fall.
@@ -309,7 +313,41 @@ fn axis_taps(
     if out.exact.is_some() {
         out.k = out.w.iter().map(|&w| (w as f64 * TAP_STEPS) as i16).collect();
     }
+    if pil {
+        out.d = vec![0; n];
+        out.k = vec![0; n * taps];
+        for i in 0..n {
+            if let Some((d, k)) = pil_whole(&out.wi[i * taps..][..taps]) {
+                out.d[i] = d;
+                out.k[i * taps..][..taps].copy_from_slice(&k[..taps]);
+            }
+        }
+    }
     out
+}
+
+/// The largest denominator of PIL's whole weights (`Taps::d`): a sum `Σ k · b` then fits an i16
+/// with room for `2S + D` in a u16, and a pair of weights a signed byte each (`pmaddubsw`).
+pub(in crate::convert) const WHOLE_MAX: u8 = 127;
+
+/// PIL's weights `wi` (2^-22ths) of one output as whole `k_j / D` (`k_j ≥ 0`, `Σ k_j = D ≤
+/// WHOLE_MAX`), where that gives PIL's byte for every input: PIL's `⌊(Σ wi_j b_j + 2^21) / 2^22⌋`
+/// is `⌊S/D + 1/2 + E/2^22⌋` with `S = Σ k_j b_j` and `E = Σ (wi_j − 2^22 k_j / D) b_j`. With
+/// `|wi_j − 2^22 k_j / D| ≤ 1/2`, `|E| ≤ taps · 255 / 2` moves the value by under `2^-13`; for an
+/// odd `D`, `S/D + 1/2` is an odd multiple of `1/(2D)`, at least that far from a whole number, so
+/// the result is `⌊(2S + D) / 2D⌋`; for an even `D` only where `E` is 0 (every weight exact: `D`
+/// a power of two), where the ties go up as PIL's half does. At 3× the triangle's weights are
+/// 1, 2, 3, 2, 1 over 9, at 2.5× 1, 5, 9, 7, 3 over 25.
+pub(in crate::convert) fn pil_whole(wi: &[i32]) -> Option<(u8, Vec<i16>)> {
+    let unit = PIL_STEPS;
+    (1..=WHOLE_MAX).find_map(|d| {
+        let k: Vec<i16> = wi.iter().map(|&w| (w as f64 * d as f64 / unit).round() as i16).collect();
+        let err = |j: usize| wi[j] as f64 - unit * k[j] as f64 / d as f64;
+        let close = (0..wi.len()).all(|j| k[j] >= 0 && err(j).abs() <= 0.5);
+        let sum: i32 = k.iter().map(|&k| k as i32).sum();
+        let exact = (0..wi.len()).all(|j| err(j) == 0.0);
+        (close && sum == d as i32 && (d % 2 == 1 || exact)).then_some((d, k))
+    })
 }
 
 /// A multi-tap filter's plan: per axis (luma, chroma) the columns' and rows' taps.

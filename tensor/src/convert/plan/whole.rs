@@ -1,0 +1,155 @@
+//! PIL's horizontal pass with whole weights (`Taps::d`, `weights::pil_whole`) in blocks of 32
+//! 16-bit lanes, for the AVX-512 level: per block and tap pair one byte permute puts each
+//! output's two taps side by side and one `pmaddubsw` (bytes times signed-byte weights, pairs
+//! added in i16) adds them, so a block makes twice the outputs of the 2^-22 blocks
+//! (`taps::Blocks`, two `pmaddwd` per pair over dwords) with half the multiplies each. The sum
+//! `S` becomes PIL's byte `⌊(2S + D) / 2D⌋` by a multiply-high and a shift per lane, checked here
+//! for every sum it can meet. A block with an output whose weights are not whole (taps dropped
+//! at an edge, renormalized to an even `D`) is left to the scalar sums (`whole[b]` false).
+
+use super::taps::IDLE;
+use super::{Aligned64, Taps};
+use std::collections::HashMap;
+
+/// A group's whole-weight blocks. Lane `l` (128 bits) of block `b` holds outputs `x..x + 8` of
+/// member `m` (`targets[b][l] = (m << 24) | x`, or `IDLE`): one member's 32 consecutive outputs,
+/// two members' 16, or three or four members' 8; the kernel stores them by that rule.
+#[derive(Debug, Clone)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(in crate::convert) struct Whole {
+    pub(in crate::convert) done: usize,
+    pub(in crate::convert) pairs: usize,
+    pub(in crate::convert) targets: Vec<[u32; 4]>,
+    /// Per block: the window's first byte (64 bytes when `narrow`, else 128) and whether every
+    /// live output is whole.
+    pub(in crate::convert) narrow: bool,
+    pub(in crate::convert) bases: Vec<u32>,
+    pub(in crate::convert) whole: Vec<bool>,
+    /// `[block][pair]`: byte indices into the window (tap `2p` then `2p + 1` per 16-bit lane) and
+    /// the matching signed-byte weights.
+    pub(in crate::convert) ctl: Vec<Aligned64<[u8; 64]>>,
+    pub(in crate::convert) k: Vec<Aligned64<[i8; 64]>>,
+    /// `[block]`, per lane: `D`, and the multiplier and shift that make `⌊t / 2D⌋` of `t = 2S + D`.
+    pub(in crate::convert) d: Vec<Aligned64<[u16; 32]>>,
+    pub(in crate::convert) mul: Vec<Aligned64<[u16; 32]>>,
+    pub(in crate::convert) shift: Vec<Aligned64<[u16; 32]>>,
+    /// Bytes from the row's start that every load stays below.
+    pub(in crate::convert) reach: usize,
+}
+
+/// `(m, s)` with `⌊⌊t · m / 2^16⌋ / 2^s⌋ = ⌊t / 2D⌋` for every `t = 2S + D`, `0 ≤ S ≤ 255 · D`.
+pub(in crate::convert) fn divider(d: u16) -> Option<(u16, u16)> {
+    let (d, top) = (d as u32, 255 * d as u32);
+    (0..16u32).find_map(|s| {
+        let m = ((1u64 << (16 + s)).div_ceil(2 * d as u64)) as u32;
+        (m < 1 << 16
+            && (0..=top).all(|v| {
+                let t = 2 * v + d;
+                (t * m) >> 16 >> s == t / (2 * d)
+            }))
+        .then_some((m as u16, s as u16))
+    })
+}
+
+impl Whole {
+    /// The blocks for members at byte `offsets` from `base[x]` (output `x`'s first tap of the
+    /// first member), taps `step` bytes apart, in rows of `row_len` bytes; `None` where the
+    /// filter has no whole weights, a weight does not fit a signed byte or a window does not fit.
+    pub(in crate::convert) fn new(
+        base: &[u32],
+        offsets: &[usize],
+        step: usize,
+        t: &Taps,
+        row_len: usize,
+    ) -> Option<Whole> {
+        let (members, taps, pairs) = (offsets.len(), t.taps, t.taps.div_ceil(2));
+        if t.d.is_empty() || members > 4 || !t.d.iter().any(|&d| d != 0) {
+            return None;
+        }
+        let per = 4 / members;
+        let blocks = (base.len() / 8) / per;
+        if blocks == 0 {
+            return None;
+        }
+        let targets: Vec<[u32; 4]> = (0..blocks)
+            .map(|b| {
+                std::array::from_fn(|l| match l / per < members {
+                    true => (((l / per) as u32) << 24) | (8 * (b * per + l % per)) as u32,
+                    false => IDLE,
+                })
+            })
+            .collect();
+        let tap = |target: u32, i: usize, j: usize| {
+            let x = (target & 0xff_ffff) as usize + i;
+            base[x] as usize + offsets[(target >> 24) as usize] + step * j.min(taps - 1)
+        };
+        let live = |target: &[u32; 4]| {
+            let target = *target;
+            target.into_iter().filter(|&l| l != IDLE).flat_map(|l| (0..8).map(move |i| (l, i)))
+        };
+        let span = |target: &[u32; 4]| {
+            let lo = live(target).map(|(l, i)| tap(l, i, 0)).min().unwrap_or(0);
+            let hi = live(target).map(|(l, i)| tap(l, i, taps - 1) + 1).max().unwrap_or(0);
+            (lo, hi)
+        };
+        let widest = targets.iter().map(&span).map(|(a, z)| z - a).max()?;
+        let window = [64, 128].into_iter().find(|&w| widest <= w && row_len >= w)?;
+        let mut dividers = HashMap::new();
+        let mut plan = Whole {
+            done: 8 * blocks * per,
+            pairs,
+            targets,
+            narrow: window == 64,
+            bases: Vec::with_capacity(blocks),
+            whole: Vec::with_capacity(blocks),
+            ctl: Vec::with_capacity(blocks * pairs),
+            k: Vec::with_capacity(blocks * pairs),
+            d: Vec::with_capacity(blocks),
+            mul: Vec::with_capacity(blocks),
+            shift: Vec::with_capacity(blocks),
+            reach: 0,
+        };
+        for b in 0..blocks {
+            let target = plan.targets[b];
+            let start = span(&target).0.min(row_len - window);
+            plan.reach = plan.reach.max(start + window);
+            plan.bases.push(start as u32);
+            let x = |l: usize, i: usize| (target[l] & 0xff_ffff) as usize + i;
+            let lanes = || (0..4).filter(|&l| target[l] != IDLE).flat_map(|l| (0..8).map(move |i| (l, i)));
+            // Whole where every live output is, with a divider for its `D` (all up to 92 have
+            // one; a few larger ones, 93, 107, ..., 127, do not in 16 bits).
+            let mut divide = |dx: u8| *dividers.entry(dx).or_insert_with(|| divider(dx as u16));
+            let whole = lanes().all(|(l, i)| t.d[x(l, i)] != 0 && divide(t.d[x(l, i)]).is_some());
+            plan.whole.push(whole);
+            let (mut d, mut mul, mut shift) = ([1u16; 32], [0u16; 32], [0u16; 32]);
+            if whole {
+                for (l, i) in lanes() {
+                    let dx = t.d[x(l, i)];
+                    let (m, s) = divide(dx)?;
+                    (d[8 * l + i], mul[8 * l + i], shift[8 * l + i]) = (dx as u16, m, s);
+                }
+            }
+            plan.d.push(Aligned64(d));
+            plan.mul.push(Aligned64(mul));
+            plan.shift.push(Aligned64(shift));
+            for p in 0..pairs {
+                let (mut ctl, mut k) = ([0u8; 64], [0i8; 64]);
+                if whole {
+                    for (l, i) in lanes() {
+                        let w = 16 * l + 2 * i;
+                        ctl[w] = (tap(target[l], i, 2 * p) - start) as u8;
+                        ctl[w + 1] = (tap(target[l], i, 2 * p + 1) - start) as u8;
+                        let weight = |j: usize| match j < taps {
+                            true => i8::try_from(t.k[x(l, i) * taps + j]).ok(),
+                            false => Some(0),
+                        };
+                        (k[w], k[w + 1]) = (weight(2 * p)?, weight(2 * p + 1)?);
+                    }
+                }
+                plan.ctl.push(Aligned64(ctl));
+                plan.k.push(Aligned64(k));
+            }
+        }
+        Some(plan)
+    }
+}
