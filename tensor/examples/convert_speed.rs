@@ -4,7 +4,7 @@
 //! `CONVERT_SPEED_RUNS=20000` times that many runs instead of 60 (long enough for a profiler);
 //! `CONVERT_SPEED_FILTER=area` (or `nearest`, `bilinear-antialias`, `bicubic`, `bicubic-opencv`)
 //! times that resampling filter instead of bilinear; `CONVERT_SPEED_THREADS=2` converts on that
-//! many band threads.
+//! many band threads; `CONVERT_SPEED_SOURCE=1600x900` sets the source size.
 //!
 //!     cargo run --release -p edgefirst-tensor --example convert-speed
 
@@ -22,7 +22,11 @@ fn main() {
         _ => Interpolation::Bilinear,
     };
     let spec = ConvertSpec { interpolation, ..ConvertSpec::default() };
-    let (w, h) = (1920, 1080);
+    // `CONVERT_SPEED_SOURCE=1600x900` converts frames of that size instead.
+    let (w, h) = std::env::var("CONVERT_SPEED_SOURCE")
+        .ok()
+        .and_then(|v| v.split_once('x').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?))))
+        .unwrap_or((1920, 1080));
     let src = vec![77u8; w * h * 4];
     for (f, dt) in [
         (PixelFormat::Nv12, DType::U8),

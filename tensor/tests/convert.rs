@@ -295,7 +295,8 @@ fn every_level_gives_the_same_bytes() {
 
 /// The multi-tap filters' vector blocks (the horizontal pass: 16 outputs a block with AVX-512, 8
 /// with AVX2 and NEON) on frames wide enough to take them, at 1.5× to 6.5× downscales (one to
-/// four 16-byte pieces per half block, sliding windows past four, 64- and 128-byte windows), an upscale, a source region that
+/// four 16-byte pieces per half block, sliding windows past four, 64- and 128-byte windows; PIL's
+/// whole weights at 3× and 2.5×, whose edges are not whole), an upscale, a source region that
 /// starts mid-chroma-sample and cosited chroma: every level gives the baseline's bytes, and the
 /// vector levels' kernels did the horizontal pass where a plan applies.
 #[test]
@@ -308,6 +309,7 @@ fn multi_tap_blocks_give_the_baseline_bytes() {
         (301, 211, 97, 61, FitMode::Stretch, None),
         (200, 150, 133, 100, FitMode::Stretch, None),
         (650, 364, 100, 56, FitMode::Stretch, None),
+        (400, 240, 160, 96, FitMode::Stretch, None),
         (100, 80, 230, 170, FitMode::Stretch, None),
         (320, 240, 96, 96, FitMode::CenterCrop, Some(Region::new(3, 5, 301, 221))),
     ];

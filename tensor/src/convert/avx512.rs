@@ -407,7 +407,13 @@ unsafe fn sample_blocks<const NARROW: bool, const M: usize, const SINGLE: bool, 
 /// The CPU has AVX-512 F/BW/VBMI; `out[i]` holds the group's members' rows (null past them),
 /// each `plan.done` writable values.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
-pub(super) unsafe fn multitap(rows: &[&[u8]], plan: &Blocks, pil: bool, out: &[[*mut f32; 4]]) -> usize {
+pub(super) unsafe fn multitap(
+    rows: &[&[u8]],
+    plan: &Blocks,
+    pil: bool,
+    out: &[[*mut f32; 4]],
+    only: Option<&[u32]>,
+) -> usize {
     assert!(
         rows.len() == out.len() && rows.iter().all(|r| plan.reach <= r.len()),
         "loads stay inside the rows"
@@ -416,9 +422,9 @@ pub(super) unsafe fn multitap(rows: &[&[u8]], plan: &Blocks, pil: bool, out: &[[
     macro_rules! by_rows {
         ($narrow:expr, $pil:expr, $m:expr) => {
             match rows.len() {
-                1 => unsafe { multitap_blocks::<$narrow, $pil, $m, 1>(rows, plan, out) },
-                2 => unsafe { multitap_blocks::<$narrow, $pil, $m, 2>(rows, plan, out) },
-                _ => unsafe { multitap_blocks::<$narrow, $pil, $m, 3>(rows, plan, out) },
+                1 => unsafe { multitap_blocks::<$narrow, $pil, $m, 1>(rows, plan, out, only) },
+                2 => unsafe { multitap_blocks::<$narrow, $pil, $m, 2>(rows, plan, out, only) },
+                _ => unsafe { multitap_blocks::<$narrow, $pil, $m, 3>(rows, plan, out, only) },
             }
         };
     }
@@ -445,6 +451,7 @@ unsafe fn multitap_blocks<const NARROW: bool, const PIL: bool, const M: usize, c
     rows: &[&[u8]],
     plan: &Blocks,
     out: &[[*mut f32; 4]],
+    only: Option<&[u32]>,
 ) -> usize {
     assert!(rows.len() >= R && out.len() >= R && (1..=3).contains(&R));
     let pairs = plan.pairs;
@@ -457,7 +464,20 @@ unsafe fn multitap_blocks<const NARROW: bool, const PIL: bool, const M: usize, c
     let top = _mm512_set1_epi32(255);
     let (hi, lo, controls) = (plan.hi.as_ptr(), plan.lo.as_ptr(), plan.c64.as_ptr());
     let row: [*const u8; R] = std::array::from_fn(|i| rows[i].as_ptr());
-    for b in 0..blocks {
+    // (A closure over the body, passed to `for_each`, was not inlined: its intrinsics then ran
+    // as calls, 20× slower.)
+    let mut next = 0;
+    loop {
+        let b = match only {
+            None if next < blocks => next,
+            // Blocks the whole-weight plan left (`plan::Whole`), in range.
+            Some(list) if next < list.len() => list[next] as usize,
+            _ => break,
+        };
+        next += 1;
+        if b >= blocks {
+            continue;
+        }
         unsafe {
             let base = *plan.bases.get_unchecked(b) as usize;
             let a: [__m512i; R] = std::array::from_fn(|i| _mm512_loadu_si512(row[i].add(base) as *const _));

@@ -528,36 +528,6 @@ pub(super) fn multitap_row(
     made
 }
 
-/// The outputs of a group's whole-weight blocks (`plan::Whole`) that are not whole (an edge's
-/// renormalized taps), which the level's kernel skipped: PIL's sums here, into `out[i][member]`
-/// for source row `rows[i]`.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-#[inline(always)]
-pub(super) fn whole_fixup(m: &MultiTap, comps: &[Comp], g: usize, rows: &[&[u8]], out: &[[*mut f32; 4]]) {
-    let g = &m.groups[g];
-    let Some(plan) = &g.whole else { return };
-    let cols = &m.cols[usize::from(comps[g.members[0]].chroma)];
-    let kh = cols.taps;
-    for (b, target) in plan.targets.iter().enumerate().filter(|&(b, _)| !plan.whole[b]) {
-        let _ = b;
-        for &lane in target.iter().filter(|&&l| l != super::plan::IDLE) {
-            let (member, x0) = ((lane >> 24) as usize, (lane & 0xff_ffff) as usize);
-            let k = g.members[member];
-            let step = comps[k].step;
-            for x in x0..x0 + 8 {
-                for (row, out) in rows.iter().zip(out) {
-                    let mut acc = PIL_HALF;
-                    for j in 0..kh {
-                        acc += cols.wi[x * kh + j] * row[m.base[k][x] as usize + step * j] as i32;
-                    }
-                    // `out` holds the member's row, `plan.done` values (see `whole`).
-                    unsafe { *out[member].add(x) = pil_byte((acc >> PIL_SHIFT).clamp(0, 255)) };
-                }
-            }
-        }
-    }
-}
-
 /// Source rows the horizontal kernels filter per call (three: a 3× downscale's new rows per
 /// output row). Measured (1080p → 640, AVX-512): one row per call RGBA area 0.62 ms, triangle
 /// 1.03, NV12 0.30 and 0.50; three 0.44, 0.71, 0.26 and 0.40.

@@ -360,13 +360,16 @@ fn multitap_horizontal(
     // `multitap_row` gives each member's row at the content width, which `done` never passes.
     #[cfg(target_arch = "x86_64")]
     {
-        if let Some(plan) = g.whole.as_ref().filter(|p| c.avx512() && fits(p.reach)) {
+        let b16 = g.b16.as_ref().filter(|p| c.avx512() && fits(p.reach));
+        if let (Some(plan), Some(rest)) = (g.whole.as_ref().filter(|p| c.avx512() && fits(p.reach)), b16) {
             let done = unsafe { avx512::whole(rows, plan, out) };
-            baseline::whole_fixup(m, &c.comps, gi, rows, out);
+            if !plan.rest.is_empty() {
+                unsafe { avx512::multitap(rows, rest, pil, out, Some(&plan.rest)) };
+            }
             return done;
         }
-        if let Some(plan) = g.b16.as_ref().filter(|p| c.avx512() && fits(p.reach)) {
-            return unsafe { avx512::multitap(rows, plan, pil, out) };
+        if let Some(plan) = b16 {
+            return unsafe { avx512::multitap(rows, plan, pil, out, None) };
         }
         if let Some(plan) = g.b8.as_ref().filter(|p| c.avx2() && fits(p.reach)) {
             return unsafe { avx2::multitap(rows, plan, pil, out) };

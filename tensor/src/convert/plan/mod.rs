@@ -13,7 +13,7 @@ mod taps;
 mod weights;
 mod whole;
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_imports))]
-pub(super) use taps::{Blocks, IDLE, PIL_HALF, PIL_SPLIT, TAP_UNIT};
+pub(super) use taps::{Blocks, PIL_HALF, PIL_SPLIT, TAP_UNIT};
 #[cfg(test)]
 use weights::PIL_STEPS;
 pub(super) use weights::{multi_axis, Filter, MultiTap, Taps, MAX_TAPS, PIL_SHIFT, TAP_STEPS};

@@ -425,12 +425,13 @@ fn pil_whole_weights_give_pils_bytes() {
 /// The whole-weight blocks (`whole::Whole`) run in scalar as the AVX-512 kernel runs them: the
 /// controls pick bytes from each block's window, the signed-byte weights multiply them in pairs,
 /// `2S + D` goes through the lane's multiply-high and shift; every whole block's output is PIL's
-/// byte, and the lanes follow the kernel's store rule.
+/// byte, the lanes follow the kernel's store rule, and a block that is not whole (2.5×'s edges)
+/// names the two 2^-22 blocks of its outputs.
 #[test]
 #[allow(clippy::needless_range_loop)]
 fn whole_blocks_give_pils_bytes() {
     use crate::preprocess::Interpolation as I;
-    let mut checked = 0;
+    let (mut checked, mut rest) = (0, 0);
     for format in [PixelFormat::Nv12, PixelFormat::Rgba, PixelFormat::Rgb, PixelFormat::Gray8] {
         let (_, comps) = components(format).unwrap();
         for (w, n) in [(1920, 640), (1600, 640), (960, 320), (1000, 333)] {
@@ -452,6 +453,28 @@ fn whole_blocks_give_pils_bytes() {
                 let row: Vec<u8> = (0..row_len[lead.plane]).map(|i| (i * 97 % 253) as u8).collect();
                 let window = if wb.narrow { 64 } else { 128 };
                 assert!(wb.reach <= row.len());
+                // The blocks that are not whole: the 2^-22 plan's blocks 2b and 2b + 1 make the
+                // same outputs.
+                let outputs = |targets: &[u32], per: usize| {
+                    let mut v: Vec<(u32, u32)> = targets
+                        .iter()
+                        .filter(|&&l| l != taps::IDLE)
+                        .flat_map(|&l| (0..per as u32).map(move |i| (l >> 24, (l & 0xff_ffff) + i)))
+                        .collect();
+                    v.sort();
+                    v
+                };
+                let b16 = g.b16.as_ref().unwrap();
+                for b in (0..wb.targets.len()).filter(|&b| !wb.whole[b]) {
+                    assert!(wb.rest.contains(&(2 * b as u32)) && wb.rest.contains(&(2 * b as u32 + 1)));
+                    let pair: Vec<u32> = [2 * b, 2 * b + 1].iter().flat_map(|&r| b16.targets[r]).collect();
+                    assert_eq!(
+                        outputs(&wb.targets[b], 8),
+                        outputs(&pair, 4),
+                        "{format:?} {w}->{n} block {b}"
+                    );
+                    rest += 1;
+                }
                 for (b, targets) in wb.targets.iter().enumerate().filter(|&(b, _)| wb.whole[b]) {
                     let win = &row[wb.bases[b] as usize..][..window];
                     for l in 0..4 {
@@ -492,5 +515,5 @@ fn whole_blocks_give_pils_bytes() {
             }
         }
     }
-    assert!(checked > 10_000, "{checked}");
+    assert!(checked > 10_000 && rest > 0, "{checked} outputs, {rest} blocks not whole");
 }

@@ -5,7 +5,8 @@
 //! (`taps::Blocks`, two `pmaddwd` per pair over dwords) with half the multiplies each. The sum
 //! `S` becomes PIL's byte `⌊(2S + D) / 2D⌋` by a multiply-high and a shift per lane, checked here
 //! for every sum it can meet. A block with an output whose weights are not whole (taps dropped
-//! at an edge, renormalized to an even `D`) is left to the scalar sums (`whole[b]` false).
+//! at an edge, renormalized to an even `D`) is made by the 2^-22 blocks that cover the same
+//! outputs (`rest`).
 
 use super::taps::IDLE;
 use super::{Aligned64, Taps};
@@ -35,6 +36,9 @@ pub(in crate::convert) struct Whole {
     pub(in crate::convert) shift: Vec<Aligned64<[u16; 32]>>,
     /// Bytes from the row's start that every load stays below.
     pub(in crate::convert) reach: usize,
+    /// The blocks of the group's 2^-22 plan (`taps::Blocks`, 16 lanes) that make the outputs of
+    /// the blocks here that are not whole.
+    pub(in crate::convert) rest: Vec<u32>,
 }
 
 /// `(m, s)` with `⌊⌊t · m / 2^16⌋ / 2^s⌋ = ⌊t / 2D⌋` for every `t = 2S + D`, `0 ≤ S ≤ 255 · D`.
@@ -108,6 +112,7 @@ impl Whole {
             mul: Vec::with_capacity(blocks),
             shift: Vec::with_capacity(blocks),
             reach: 0,
+            rest: Vec::new(),
         };
         for b in 0..blocks {
             let target = plan.targets[b];
@@ -150,6 +155,12 @@ impl Whole {
                 plan.k.push(Aligned64(k));
             }
         }
+        // A block that is not whole covers the outputs of blocks 2b and 2b + 1 of the 2^-22
+        // plan (16 dwords: half the outputs per member), which the kernel runs for it.
+        plan.rest = (0..blocks as u32)
+            .filter(|&b| !plan.whole[b as usize])
+            .flat_map(|b| [2 * b, 2 * b + 1])
+            .collect();
         Some(plan)
     }
 }
