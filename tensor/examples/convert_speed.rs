@@ -27,7 +27,10 @@ fn main() {
         .ok()
         .and_then(|v| v.split_once('x').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?))))
         .unwrap_or((1920, 1080));
-    let src = vec![77u8; w * h * 4];
+    // `CONVERT_SPEED_FRAMES=32` rotates through that many frames (each read from DRAM, as a
+    // camera's are) instead of converting one frame that stays in cache.
+    let frames = std::env::var("CONVERT_SPEED_FRAMES").ok().and_then(|v| v.parse().ok()).unwrap_or(1usize);
+    let srcs: Vec<Vec<u8>> = (0..frames).map(|i| vec![77u8 ^ i as u8; w * h * 4]).collect();
     for (f, dt) in [
         (PixelFormat::Nv12, DType::U8),
         (PixelFormat::Nv12, DType::F32),
@@ -44,24 +47,28 @@ fn main() {
         let dst = DstLayout::dense(640, 640, Colorspace::Rgb, false, dt);
         let threads = std::env::var("CONVERT_SPEED_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
         let c = Converter::new(f, w, h, dst, &spec, threads).unwrap();
-        let planes = match f {
-            PixelFormat::Nv12 => [(&src[..], w), (&src[w * h..], w), (&[][..], 0)],
-            PixelFormat::Yuy2 => [(&src[..], w * 2), (&[][..], 0), (&[][..], 0)],
-            _ => [(&src[..], w * 4), (&[][..], 0), (&[][..], 0)],
-        };
-        let img = SrcImage { format: f, width: w, height: h, planes };
+        fn image(f: PixelFormat, w: usize, h: usize, src: &[u8]) -> SrcImage<'_> {
+            let planes = match f {
+                PixelFormat::Nv12 => [(src, w), (&src[w * h..], w), (&[][..], 0)],
+                PixelFormat::Yuy2 => [(src, w * 2), (&[][..], 0), (&[][..], 0)],
+                _ => [(src, w * 4), (&[][..], 0), (&[][..], 0)],
+            };
+            SrcImage { format: f, width: w, height: h, planes }
+        }
+        let imgs: Vec<SrcImage<'_>> = srcs.iter().map(|s| image(f, w, h, s)).collect();
         let mut outv = vec![0u8; dst.bytes() + 64];
         let off = outv.as_ptr().align_offset(64);
         let out = &mut outv[off..off + dst.bytes()];
-        for _ in 0..5 {
-            c.convert(&img, out).unwrap();
+        for img in imgs.iter().cycle().take(5.max(frames)) {
+            c.convert(img, out).unwrap();
         }
         let mut best = f64::MAX;
         let mut all = Vec::new();
         let runs = std::env::var("CONVERT_SPEED_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
-        for _ in 0..runs {
+        for run in 0..runs {
+            let img = &imgs[run % frames];
             let t = std::time::Instant::now();
-            c.convert(&img, out).unwrap();
+            c.convert(img, out).unwrap();
             let ms = t.elapsed().as_secs_f64() * 1000.0;
             best = best.min(ms);
             all.push(ms);
