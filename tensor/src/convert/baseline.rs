@@ -308,6 +308,111 @@ pub(super) struct Ring {
     /// An exact box's vertical sums of one output row (`box_row`), a plane's row long.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(super) sums: Vec<u16>,
+    /// PIL's first pass as bytes (`pil8_row`): per component, rows and tags as `rows`/`tags`.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) bytes: [Vec<u8>; 4],
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) btags: [Vec<usize>; 4],
+}
+
+/// Output row `cy` of PIL's filters for the groups `takes(g)` accepts, through a ring of bytes:
+/// the first pass's results are bytes (PIL stores them so), and the i32 ring of `multitap_row`
+/// made the vertical pass read four times the bytes (a quarter of a 1080p NV12 frame's
+/// `bilinear-antialias` time at AVX-512). `horiz(g, rows, out)` filters source rows into the
+/// members' byte rows (`out[i][j]`, the content width; whole blocks, it says how many),
+/// `vert(rows, wi, whole, out)` blends byte rows into a component's row (whole steps); the loops
+/// here do the rest with PIL's sums. Returns the groups done (bit `g`) and the outputs `horiz` made.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[inline(always)]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub(super) fn pil8_row(
+    m: &MultiTap,
+    comps: &[Comp],
+    planes: &[(&[u8], usize); 3],
+    cy: usize,
+    ring: &mut Ring,
+    out: &mut [Vec<f32>; 4],
+    takes: impl Fn(usize) -> bool,
+    mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]]) -> usize,
+    mut vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [f32]) -> usize,
+) -> (u32, u64) {
+    let (mut groups, mut made) = (0u32, 0u64);
+    let Ring { bytes: ring, btags: tags, .. } = ring;
+    for (gi, g) in m.groups.iter().enumerate().filter(|&(gi, _)| takes(gi)) {
+        let lead = comps[g.members[0]];
+        let axis = usize::from(lead.chroma);
+        let (cols, rows) = (&m.cols[axis], &m.rows[axis]);
+        let (kv, kh, n) = (rows.taps, cols.taps, cols.first.len());
+        let first = rows.first[cy] as usize;
+        let (bytes, stride) = planes[lead.plane];
+        let len = m.row_len[lead.plane];
+        let mut r = first;
+        while r < first + kv {
+            let mut batch = [0usize; ROWS_AT_ONCE];
+            let mut count = 0;
+            while r < first + kv && count < ROWS_AT_ONCE {
+                if tags[g.members[0]][r % kv] != r {
+                    batch[count] = r;
+                    count += 1;
+                }
+                r += 1;
+            }
+            if count == 0 {
+                continue;
+            }
+            let src: [&[u8]; ROWS_AT_ONCE] =
+                std::array::from_fn(|i| if i < count { &bytes[batch[i] * stride..][..len] } else { &[] });
+            let mut targets = [[std::ptr::null_mut(); 4]; ROWS_AT_ONCE];
+            for (i, &row) in batch[..count].iter().enumerate() {
+                for (t, &k) in targets[i].iter_mut().zip(&g.members) {
+                    tags[k][row % kv] = row;
+                    *t = ring[k][(row % kv) * n..][..n].as_mut_ptr();
+                }
+            }
+            let done = horiz(gi, &src[..count], &targets[..count]).min(n);
+            made += (done * g.members.len() * count) as u64;
+            for (&row, src) in batch[..count].iter().zip(src) {
+                for &k in &g.members {
+                    let step = comps[k].step;
+                    let filtered = &mut ring[k][(row % kv) * n..][..n];
+                    for x in done..n {
+                        let base = m.base[k][x] as usize;
+                        let mut acc = PIL_HALF;
+                        for j in 0..kh {
+                            acc += cols.wi[x * kh + j] * src[base + step * j] as i32;
+                        }
+                        filtered[x] = (acc >> PIL_SHIFT).clamp(0, 255) as u8;
+                    }
+                }
+            }
+        }
+        for &k in g.members.iter().filter(|&&k| m.blended[k]) {
+            let ring = &ring[k];
+            let mut at = [std::ptr::null(); VTAPS];
+            for (j, at) in at.iter_mut().enumerate().take(kv) {
+                *at = ring[((first + j) % kv) * n..][..n].as_ptr();
+            }
+            let wi = &rows.wi[cy * kv..][..kv];
+            let whole = match (rows.d[cy], m.row_div[axis][cy]) {
+                (0, _) | (_, (0, 0)) => None,
+                (d, div) => Some((&rows.k[cy * kv..][..kv], d, div)),
+            };
+            let o = &mut out[k][..n];
+            let done = match kv <= at.len() {
+                true => vert(&at[..kv], wi, whole, o).min(n),
+                false => 0,
+            };
+            for x in done..n {
+                let mut acc = PIL_HALF;
+                for (j, &w) in wi.iter().enumerate() {
+                    acc += w * ring[((first + j) % kv) * n + x] as i32;
+                }
+                o[x] = (acc >> PIL_SHIFT).clamp(0, 255) as f32;
+            }
+        }
+        groups |= 1 << gi;
+    }
+    (groups, made)
 }
 
 /// Output row `cy` of the groups of an exact box that have rows-first blocks (`TapGroup::w16`,

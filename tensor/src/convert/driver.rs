@@ -195,7 +195,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
     let rect = c.content.rect;
     let content = rect.y..rect.y + rect.height;
     // A new frame: no filtered row of the last one is kept.
-    for tags in &mut s.ring.tags {
+    for tags in s.ring.tags.iter_mut().chain(&mut s.ring.btags) {
         tags.fill(usize::MAX);
     }
     // Padding rows above and below the picture, each run as one fill.
@@ -220,6 +220,42 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             // An exact box at AVX-512: rows summed first, then across (`baseline::box_row`).
             #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
             let mut skip = 0;
+            // PIL's filters at AVX-512 where a group has whole weights: a ring of bytes.
+            #[cfg(target_arch = "x86_64")]
+            if c.avx512() && m.round_between && !s.ring.btags[0].is_empty() {
+                let takes = |g: usize| {
+                    let g = &m.groups[g];
+                    let len = m.row_len[c.comps[g.members[0]].plane];
+                    matches!((&g.whole, &g.b16), (Some(w), Some(b)) if w.reach <= len && b.reach <= len)
+                };
+                let horiz = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]]| {
+                    let (Some(plan), Some(rest)) = (&m.groups[g].whole, &m.groups[g].b16) else { return 0 };
+                    let done = unsafe { avx512::whole_bytes(rows, plan, out) };
+                    if !plan.rest.is_empty() {
+                        unsafe { avx512::multitap_bytes(rows, rest, out, Some(&plan.rest)) };
+                    }
+                    done
+                };
+                let vert = |rows: &[*const u8],
+                            wi: &[i32],
+                            whole: Option<(&[i16], u8, (u16, u16))>,
+                            out: &mut [f32]| unsafe {
+                    avx512::vertical_bytes(rows, wi, whole, out)
+                };
+                let (groups, made) = baseline::pil8_row(
+                    m,
+                    &c.comps,
+                    &src.planes,
+                    cy,
+                    &mut s.ring,
+                    &mut s.comps,
+                    takes,
+                    horiz,
+                    vert,
+                );
+                skip |= groups;
+                s.counts.sampled += made;
+            }
             #[cfg(target_arch = "x86_64")]
             if c.avx512() && !s.ring.sums.is_empty() {
                 let vsum = |b: &[u8], stride, first, k: &[i16], span, sums: &mut [u16]| unsafe {
@@ -239,7 +275,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                     vsum,
                     blocks,
                 );
-                skip = groups;
+                skip |= groups;
                 s.counts.sampled += made;
                 s.counts.rows_first += all;
             }

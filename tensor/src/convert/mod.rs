@@ -534,6 +534,18 @@ impl Converter {
                             }
                             _ => Vec::new(),
                         },
+                        bytes: std::array::from_fn(|k| match (&multi, comps.get(k)) {
+                            (Some(m), Some(comp)) if m.groups.iter().any(|g| g.whole.is_some()) => {
+                                vec![0; m.rows[usize::from(comp.chroma)].taps * rect.width]
+                            }
+                            _ => Vec::new(),
+                        }),
+                        btags: std::array::from_fn(|k| match (&multi, comps.get(k)) {
+                            (Some(m), Some(comp)) if m.groups.iter().any(|g| g.whole.is_some()) => {
+                                vec![usize::MAX; m.rows[usize::from(comp.chroma)].taps]
+                            }
+                            _ => Vec::new(),
+                        }),
                     },
                     counts: KernelCounts::default(),
                 })

@@ -370,6 +370,9 @@ pub(in crate::convert) struct MultiTap {
     /// Per axis (luma, chroma): what the vertical pass multiplies its sums by, `2^14 / K` for
     /// each of the columns and rows that are an exact box (`Taps::exact`), else 1.
     pub(in crate::convert) scale: [f32; 2],
+    /// Per axis and output row, PIL's whole rows (`Taps::d`): the multiplier and shift of
+    /// `whole::divider` for that row's `D`, (0, 0) where the row is not whole or has none.
+    pub(in crate::convert) row_div: [Vec<(u16, u16)>; 2],
 }
 
 impl MultiTap {
@@ -395,6 +398,12 @@ impl MultiTap {
             let unit = |t: &Taps| t.exact.map_or(1.0, |k| TAP_STEPS / k as f64);
             (unit(&cols[a]) * unit(&rows[a])) as f32
         });
-        MultiTap { cols, rows, base, round_between, groups, row_len, blended: [true; 4], scale }
+        // PIL's rows with whole weights: the divider of each output row's `D` ((0, 0): none).
+        let row_div = [0, 1].map(|a| {
+            let mut known = std::collections::HashMap::new();
+            let mut div = |d: u8| *known.entry(d).or_insert_with(|| super::whole::divider(d as u16));
+            rows[a].d.iter().map(|&d| if d == 0 { (0, 0) } else { div(d).unwrap_or((0, 0)) }).collect()
+        });
+        MultiTap { cols, rows, base, round_between, groups, row_len, blended: [true; 4], scale, row_div }
     }
 }

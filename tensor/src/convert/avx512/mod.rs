@@ -1,0 +1,398 @@
+//! The AVX-512 (F, BW, VL, VBMI) kernels, sixteen outputs per iteration: sampling through a
+//! group's `Permute` plan (one `vpermt2b` per component and block), and the fused finish with the
+//! 8-bit interleave as one `vpermb` over the packed channels, the float32 one as two-source
+//! permutes, and the row's last columns under masks instead of a scalar tail. The multi-tap
+//! filters' kernels are in `taps.rs`.
+
+#![allow(clippy::needless_range_loop)]
+
+use super::finish::{
+    channels, fill_blocks, finish_dispatch, folded, order, yuv_rows, FinishValues, SendPtr, FLOAT, GRAY,
+    GRAY_WEIGHTS, RAW8, RGB, YUV,
+};
+use super::plan::{group_dispatch, group_tail, Group, Permute, WEIGHT_UNIT};
+use std::arch::x86_64::*;
+
+mod taps;
+pub(super) use taps::{
+    box_blocks, box_sums, multitap, multitap_bytes, multitap_vertical, vertical_bytes, whole, whole_bytes,
+};
+
+/// The CPU has what the kernels here use (`vpermb` is VBMI).
+pub(super) fn detect() -> bool {
+    std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx512bw")
+        && std::is_x86_feature_detected!("avx512vl")
+        && std::is_x86_feature_detected!("avx512vbmi")
+}
+
+/// `n` blocks of padding from `block` (see `fill_blocks`), in zmm registers.
+///
+/// # Safety
+/// The CPU has AVX-512 F; `block` holds `BLOCK` readable bytes and `dst` `n * BLOCK` writable ones.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn fill(block: *const u8, dst: *mut u8, n: usize) {
+    unsafe { fill_blocks::<__m512i, 3>(block, dst, n) }
+}
+
+/// Byte `j` of a pixel-interleaved run of `C`-channel pixels, from the packed vector in which
+/// 128-bit lane `l` holds channel `c` of pixels `4l..4l+4` at bytes `16l + 4c ..`.
+const fn interleave8<const C: usize>() -> [u8; 64] {
+    let mut t = [0u8; 64];
+    let mut j = 0;
+    while j < 16 * C {
+        let (p, c) = (j / C, j % C);
+        t[j] = (16 * (p / 4) + 4 * c + p % 4) as u8;
+        j += 1;
+    }
+    t
+}
+
+/// For float32 RGB: per output vector `k` (floats `16k..16k+16` of the run), the index vectors of
+/// `permutex2var(R, a, G)` (R and G in place, B's slots unused) and of
+/// `permutex2var(that, b, B)`.
+const fn interleave_f32_rgb() -> [[[u32; 16]; 2]; 3] {
+    let mut t = [[[0u32; 16]; 2]; 3];
+    let mut k = 0;
+    while k < 3 {
+        let mut i = 0;
+        while i < 16 {
+            let j = 16 * k + i;
+            let (p, c) = ((j / 3) as u32, j % 3);
+            t[k][0][i] = match c {
+                0 => p,
+                1 => 16 + p,
+                _ => 0,
+            };
+            t[k][1][i] = if c == 2 { 16 + p } else { i as u32 };
+            i += 1;
+        }
+        k += 1;
+    }
+    t
+}
+
+const RGB8: [u8; 64] = interleave8::<3>();
+const RGBA8: [u8; 64] = interleave8::<4>();
+const RGB32: [[[u32; 16]; 2]; 3] = interleave_f32_rgb();
+
+/// Colour, normalization and store of every content column of row `y` (the arithmetic of
+/// `avx2::finish`, lane for lane). One loop per source kind, output colourspace and
+/// output form, the blocks of sixteen unmasked and the row's last columns under masks: a
+/// colourspace match and mask arithmetic left in the loop were a fifth of its samples
+/// (measured: NV12 → float32 0.255 → 0.240 ms).
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VL/VBMI; `dst` holds the converter's layout; `comps` rows hold the
+/// content width.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
+pub(super) unsafe fn finish(f: &FinishValues, comps: &[Vec<f32>; 4], dst: SendPtr, y: usize) -> usize {
+    finish_dispatch!(finish_rows, f, comps, dst, y)
+}
+
+/// The per-row constants of `finish_rows`: `FinishValues` broadcast.
+struct Consts {
+    m: [[__m512; 3]; 3],
+    k: [__m512; 3],
+    scale: [__m512; 4],
+    bias: [__m512; 4],
+    gray: [__m512; 3],
+    /// Per channel, with the normalization folded into `m` and `k`: the range the colour clamp
+    /// and the type's range leave.
+    range: [(__m512, __m512); 3],
+    luma: __m512,
+    lo: __m512,
+    hi: __m512,
+    alpha: bool,
+    signed: bool,
+    chw: bool,
+    plane_stride: usize,
+}
+
+#[inline(always)]
+unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
+    f: &FinishValues,
+    comps: &[Vec<f32>; 4],
+    dst: SendPtr,
+    y: usize,
+) -> usize {
+    let n = f.width.min(comps[0].len());
+    let zero = _mm512_setzero_ps();
+    let mut k = Consts {
+        m: [[zero; 3]; 3],
+        k: [zero; 3],
+        scale: [zero; 4],
+        bias: [zero; 4],
+        gray: [zero; 3],
+        range: [(zero, zero); 3],
+        luma: _mm512_set1_ps(f.luma),
+        lo: _mm512_set1_ps(f.lo),
+        hi: _mm512_set1_ps(f.hi),
+        alpha: f.alpha,
+        signed: f.signed,
+        chw: f.chw,
+        plane_stride: f.plane_stride,
+    };
+    for i in 0..3 {
+        for j in 0..3 {
+            k.m[i][j] = _mm512_set1_ps(f.m[i][j]);
+        }
+        k.k[i] = _mm512_set1_ps(f.k[i]);
+        k.range[i] = (_mm512_set1_ps(f.range[i].0), _mm512_set1_ps(f.range[i].1));
+        k.gray[i] = _mm512_set1_ps(GRAY_WEIGHTS[i]);
+    }
+    for i in 0..4 {
+        k.scale[i] = _mm512_set1_ps(f.scale[i]);
+        k.bias[i] = _mm512_set1_ps(f.bias[i]);
+    }
+    let esz = if OUT == FLOAT { 4 } else { 1 };
+    let row = unsafe { dst.0.add(y * f.row_stride + f.x0 * if f.chw { esz } else { channels(CS) * esz }) };
+    let mut x = 0;
+    while x + 16 <= n {
+        unsafe { pixels::<K, CS, OUT>(&k, comps, row, x, 16) };
+        x += 16;
+    }
+    if x < n {
+        unsafe { pixels::<K, CS, OUT>(&k, comps, row, x, n - x) };
+    }
+    n
+}
+
+/// Pixels `x..x + left` (`left` ≤ 16; loads and stores masked below 16).
+#[inline(always)]
+unsafe fn pixels<const K: u8, const CS: u8, const OUT: u8>(
+    k: &Consts,
+    comps: &[Vec<f32>; 4],
+    row: *mut u8,
+    x: usize,
+    left: usize,
+) {
+    let (nc, order, fold) = (channels(CS), order(CS), folded(K, CS, OUT));
+    let px: u16 = if left >= 16 { !0 } else { (1u16 << left) - 1 };
+    // Lanes `from..` of a store of the pixels' `nc * left` values.
+    let lanes = |from: usize, width: usize| -> u64 {
+        let bits = (nc * left).saturating_sub(from).min(width);
+        if bits >= 64 {
+            !0
+        } else {
+            (1u64 << bits) - 1
+        }
+    };
+    let zero = _mm512_setzero_ps();
+    let full = _mm512_set1_ps(255.0);
+    unsafe {
+        let ld = |i: usize| _mm512_maskz_loadu_ps(px, comps[i].as_ptr().add(x));
+        // Output channels 0..3 in order (colour, or gray's source RGB), 0..255.
+        let mut ch = [zero, zero, zero, full];
+        match K {
+            YUV => {
+                let rgb =
+                    yuv_rows!(fold, _mm512_mul_ps, _mm512_add_ps, k.m, k.k, k.luma, ld(0), ld(1), ld(2));
+                for i in 0..3 {
+                    let r = order[i];
+                    ch[i] = if OUT == RAW8 && nc != 1 {
+                        rgb[r]
+                    } else {
+                        _mm512_min_ps(_mm512_max_ps(rgb[r], k.range[r].0), k.range[r].1)
+                    };
+                }
+            }
+            RGB => {
+                for i in 0..3 {
+                    ch[i] = ld(order[i]);
+                }
+            }
+            _ => {
+                let v = ld(0);
+                ch = [v, v, v, full];
+            }
+        }
+        if nc == 1 && K != GRAY {
+            // Gray's weights are over R, G, B: the order is RGB's for a one-channel output.
+            // `gray`'s operations, in its order.
+            let gb = _mm512_add_ps(_mm512_mul_ps(k.gray[2], ch[2]), _mm512_mul_ps(k.gray[1], ch[1]));
+            ch[0] = _mm512_add_ps(gb, _mm512_mul_ps(k.gray[0], ch[0]));
+        }
+        if nc == 4 && k.alpha {
+            ch[3] = ld(3);
+        }
+        if OUT != RAW8 {
+            let from = if fold { 3 } else { 0 };
+            for i in from..nc {
+                ch[i] = _mm512_add_ps(_mm512_mul_ps(ch[i], k.scale[i]), k.bias[i]);
+            }
+        }
+        if OUT == FLOAT {
+            if k.chw || nc == 1 {
+                for i in 0..nc {
+                    _mm512_mask_storeu_ps(row.add(i * k.plane_stride + 4 * x) as *mut f32, px, ch[i]);
+                }
+            } else if nc == 3 {
+                let at = row.add(12 * x) as *mut f32;
+                for v in 0..3 {
+                    let a = _mm512_loadu_si512(RGB32[v][0].as_ptr() as *const _);
+                    let b = _mm512_loadu_si512(RGB32[v][1].as_ptr() as *const _);
+                    let t = _mm512_permutex2var_ps(ch[0], a, ch[1]);
+                    let o = _mm512_permutex2var_ps(t, b, ch[2]);
+                    _mm512_mask_storeu_ps(at.add(16 * v), lanes(16 * v, 16) as u16, o);
+                }
+            } else {
+                // Lane l of p0..p3 is pixel 4l..4l+3 (R, G, B, A); output vector v is pixels
+                // 4v..4v+4, lane v of each.
+                let (t0, t1) = (_mm512_unpacklo_ps(ch[0], ch[1]), _mm512_unpackhi_ps(ch[0], ch[1]));
+                let (t2, t3) = (_mm512_unpacklo_ps(ch[2], ch[3]), _mm512_unpackhi_ps(ch[2], ch[3]));
+                let p0 = _mm512_shuffle_ps::<0b01_00_01_00>(t0, t2);
+                let p1 = _mm512_shuffle_ps::<0b11_10_11_10>(t0, t2);
+                let p2 = _mm512_shuffle_ps::<0b01_00_01_00>(t1, t3);
+                let p3 = _mm512_shuffle_ps::<0b11_10_11_10>(t1, t3);
+                let a01 = _mm512_shuffle_f32x4::<0b01_00_01_00>(p0, p1); // p0.0 p0.1 p1.0 p1.1
+                let a23 = _mm512_shuffle_f32x4::<0b01_00_01_00>(p2, p3);
+                let b01 = _mm512_shuffle_f32x4::<0b11_10_11_10>(p0, p1); // p0.2 p0.3 p1.2 p1.3
+                let b23 = _mm512_shuffle_f32x4::<0b11_10_11_10>(p2, p3);
+                let o = [
+                    _mm512_shuffle_f32x4::<0b10_00_10_00>(a01, a23),
+                    _mm512_shuffle_f32x4::<0b11_01_11_01>(a01, a23),
+                    _mm512_shuffle_f32x4::<0b10_00_10_00>(b01, b23),
+                    _mm512_shuffle_f32x4::<0b11_01_11_01>(b01, b23),
+                ];
+                let at = row.add(16 * x) as *mut f32;
+                for v in 0..4 {
+                    _mm512_mask_storeu_ps(at.add(16 * v), lanes(16 * v, 16) as u16, o[v]);
+                }
+            }
+        } else {
+            let mut q = [_mm512_setzero_si512(); 4];
+            for i in 0..nc {
+                q[i] = _mm512_cvtps_epi32(if OUT == RAW8 || (fold && i < 3) {
+                    ch[i]
+                } else {
+                    _mm512_min_ps(_mm512_max_ps(ch[i], k.lo), k.hi)
+                });
+            }
+            let flip = _mm512_set1_epi8(-128);
+            let pack8 = |a: __m512i, b: __m512i| match (OUT == RAW8, k.signed) {
+                (true, true) => _mm512_xor_si512(_mm512_packus_epi16(a, b), flip),
+                (false, true) => _mm512_packs_epi16(a, b),
+                _ => _mm512_packus_epi16(a, b),
+            };
+            if k.chw || nc == 1 {
+                for i in 0..nc {
+                    let v = if k.signed && OUT != RAW8 {
+                        _mm512_cvtsepi32_epi8(q[i])
+                    } else {
+                        let u = _mm512_cvtusepi32_epi8(_mm512_max_epi32(q[i], _mm512_setzero_si512()));
+                        if k.signed {
+                            _mm_xor_si128(u, _mm_set1_epi8(-128))
+                        } else {
+                            u
+                        }
+                    };
+                    _mm_mask_storeu_epi8(row.add(i * k.plane_stride + x) as *mut i8, px, v);
+                }
+            } else {
+                let (b, table) = if nc == 3 {
+                    (pack8(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[2])), RGB8.as_ptr())
+                } else {
+                    (pack8(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[3])), RGBA8.as_ptr())
+                };
+                let v = _mm512_permutexvar_epi8(_mm512_loadu_si512(table as *const _), b);
+                _mm512_mask_storeu_epi8(row.add(nc * x) as *mut i8, lanes(0, 64), v);
+            }
+        }
+    }
+}
+
+/// A group's components at every content column through its `Permute` plan (the arithmetic of
+/// `avx2::sample`, sixteen outputs at a time); the columns after the last block as
+/// `group_tail` does them. Returns the columns its blocks wrote.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VBMI; `plan.reach` bytes are readable from both rows.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn sample(
+    r0: &[u8],
+    r1: &[u8],
+    wy: f32,
+    g: &Group,
+    plan: &Permute,
+    wx: &[f32],
+    wq: &[u32],
+    single: bool,
+    out: &mut [Vec<f32>; 4],
+) -> usize {
+    assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
+    let blocks = group_dispatch!(
+        sample_blocks,
+        plan.narrow => [false, true],
+        g.members.len(),
+        single,
+        wy != 0.0,
+        (r0, r1, wy, g, plan, wq, out)
+    );
+    let n = g.i0.len().min(g.i1.len()).min(wx.len());
+    let blocks = blocks.min(n / 16);
+    group_tail(r0, r1, wy, g, wx, 16 * blocks..n, out);
+    16 * blocks
+}
+
+#[inline(always)]
+unsafe fn sample_blocks<const NARROW: bool, const M: usize, const SINGLE: bool, const TWO: bool>(
+    r0: &[u8],
+    r1: &[u8],
+    wy: f32,
+    g: &Group,
+    plan: &Permute,
+    wq: &[u32],
+    out: &mut [Vec<f32>; 4],
+) -> usize {
+    assert!(g.members.len() >= M && (1..=4).contains(&M));
+    let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
+    let blocks = plan.bases.len().min(wq.len() / 16).min(plan.controls.len() / (2 * M)).min(width / 16);
+    let mut rows = [std::ptr::null_mut::<f32>(); M];
+    for (j, row) in rows.iter_mut().enumerate() {
+        *row = out[g.members[j].0].as_mut_ptr();
+    }
+    let wyv = _mm512_set1_ps(wy);
+    let unit = _mm512_set1_ps(WEIGHT_UNIT);
+    // Byte 0 of each dword, or bytes 0 and 2.
+    let keep: u64 = if SINGLE { 0x1111_1111_1111_1111 } else { 0x5555_5555_5555_5555 };
+    let form = usize::from(!SINGLE);
+    for b in 0..blocks {
+        unsafe {
+            let base = *plan.bases.get_unchecked(b) as usize;
+            let load = |r: &[u8], at: usize| _mm512_loadu_si512(r.as_ptr().add(base + at) as *const _);
+            let zero = _mm512_setzero_si512();
+            let (a0, b0) = (load(r0, 0), if NARROW { zero } else { load(r0, 64) });
+            let (a1, b1) = match (TWO, NARROW) {
+                (false, _) => (a0, b0),
+                (true, true) => (load(r1, 0), zero),
+                (true, false) => (load(r1, 0), load(r1, 64)),
+            };
+            let wqv = if SINGLE {
+                _mm512_setzero_si512()
+            } else {
+                _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _)
+            };
+            for j in 0..M {
+                let ctl = _mm512_loadu_si512(plan.controls.as_ptr().add((b * M + j) * 2 + form) as *const _);
+                let pick = |lo: __m512i, hi: __m512i| {
+                    let t = if NARROW {
+                        _mm512_permutex2var_epi8(lo, ctl, hi)
+                    } else {
+                        _mm512_maskz_permutex2var_epi8(keep, lo, ctl, hi)
+                    };
+                    _mm512_cvtepi32_ps(if SINGLE { t } else { _mm512_madd_epi16(t, wqv) })
+                };
+                let top = pick(a0, b0);
+                let mut v =
+                    if TWO { _mm512_fmadd_ps(wyv, _mm512_sub_ps(pick(a1, b1), top), top) } else { top };
+                if !SINGLE {
+                    v = _mm512_mul_ps(v, unit);
+                }
+                _mm512_storeu_ps(rows[j].add(16 * b), v);
+            }
+        }
+    }
+    blocks
+}
