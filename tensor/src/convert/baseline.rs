@@ -12,7 +12,7 @@ use super::finish::{
     channels, clamp_ps, fill_blocks, gray, put, round_even_small, FinishValues, Out, SendPtr, CS_BGR,
     CS_GRAY, CS_RGBA, RAW8, RGB, YUV,
 };
-use super::plan::{Comp, MultiTap, PIL_HALF, PIL_SHIFT};
+use super::plan::{Blocks, Comp, MultiTap, PIL_HALF, PIL_SHIFT};
 use crate::dtype::{f16, DType};
 use std::ops::Range;
 
@@ -308,6 +308,11 @@ pub(super) struct Ring {
     /// An exact box's vertical sums of one output row (`box_row`), a plane's row long.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(super) sums: Vec<u16>,
+    /// The sums packed (`plan::Compact`), and up to `ROWS_AT_ONCE` packed source rows.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) packed: Vec<u16>,
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) packed_rows: Vec<u8>,
     /// PIL's first pass as bytes (`pil8_row`): per component, rows and tags as `rows`/`tags`.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(super) bytes: [Vec<u8>; 4],
@@ -415,6 +420,9 @@ pub(super) fn pil8_row(
     (groups, made)
 }
 
+/// Whose sums a buffer holds: plane, row weights, first row, span.
+type SumsOf<'a> = (usize, &'a [i16], usize, (usize, usize));
+
 /// Output row `cy` of the groups of an exact box that have rows-first blocks (`TapGroup::w16`,
 /// see `plan::EXACT_MAX`): per group, `sums(bytes, stride, first, k_y, (lo, hi), sums)` makes the
 /// vertical sums `Σ k_y b` of the samples its taps read, `blocks(g, sums, inv, out)` filters them
@@ -430,13 +438,18 @@ pub(super) fn box_row(
     comps: &[Comp],
     planes: &[(&[u8], usize); 3],
     cy: usize,
-    sums: &mut [u16],
+    (sums, packed): (&mut [u16], &mut [u16]),
     out: &mut [Vec<f32>; 4],
     mut vsum: impl FnMut(&[u8], usize, usize, &[i16], (usize, usize), &mut [u16]),
-    mut blocks: impl FnMut(usize, &[u16], f32, [*mut f32; 4]) -> usize,
+    mut pack: impl FnMut(&[u16], usize, &mut [u16]),
+    mut blocks: impl FnMut(&Blocks, &[u16], f32, [*mut f32; 4]) -> usize,
 ) -> (u32, u64, u64) {
     let (mut groups, mut made, mut all) = (0, 0, 0);
-    for (gi, g) in m.groups.iter().enumerate().filter(|(_, g)| g.w16.is_some()) {
+    // The sums made last (plane, weights, span): YUY2's luma and chroma groups sum the same rows.
+    let mut made_sums: Option<SumsOf<'_>> = None;
+    for (gi, g) in m.groups.iter().enumerate() {
+        let compact = g.compact.as_deref().filter(|c| c.w16.is_some());
+        let Some(plan) = compact.map_or(g.w16.as_ref(), |c| c.w16.as_ref()) else { continue };
         let lead = comps[g.members[0]];
         let axis = usize::from(lead.chroma);
         let (cols, rows) = (&m.cols[axis], &m.rows[axis]);
@@ -446,19 +459,58 @@ pub(super) fn box_row(
         let lo = g.members.iter().map(|&c| m.base[c][0] as usize).min().unwrap_or(0);
         let hi =
             g.members.iter().map(|&c| m.base[c][n - 1] as usize + step * (kh - 1) + 1).max().unwrap_or(0);
-        vsum(bytes, stride, rows.first[cy] as usize, &rows.k[cy * kv..][..kv], (lo, hi), sums);
+        let (first, k) = (rows.first[cy] as usize, &rows.k[cy * kv..][..kv]);
+        let reuse = made_sums
+            .is_some_and(|(p, kk, f, (a, z))| p == lead.plane && f == first && kk == k && a <= lo && hi <= z);
+        if !reuse {
+            // Over every group of the plane, which a later group of the same rows then reuses.
+            let (mut lo, mut hi) = (lo, hi);
+            for o in m.groups.iter().filter(|o| comps[o.members[0]].plane == lead.plane) {
+                let (oc, step) = (&m.cols[usize::from(comps[o.members[0]].chroma)], comps[o.members[0]].step);
+                let on = oc.first.len().min(n);
+                if on == 0 {
+                    continue;
+                }
+                lo = lo.min(o.members.iter().map(|&c| m.base[c][0] as usize).min().unwrap_or(lo));
+                hi = hi.max(
+                    o.members
+                        .iter()
+                        .map(|&c| m.base[c][on - 1] as usize + step * (oc.taps - 1) + 1)
+                        .max()
+                        .unwrap_or(hi),
+                );
+            }
+            vsum(bytes, stride, first, k, (lo, hi), sums);
+            made_sums = Some((lead.plane, k, first, (lo, hi)));
+        }
+        // Packed: every other sum from the group's first byte (`plan::Compact`).
+        let mut bases: [&[u32]; 4] = [&[]; 4];
+        let (data, step): (&[u16], usize) = match compact {
+            Some(c) => {
+                pack(sums, c.from, &mut packed[..c.len]);
+                for (b, cb) in bases.iter_mut().zip(&c.base) {
+                    *b = cb;
+                }
+                (&packed[..c.len], g.members.len())
+            }
+            None => {
+                for (b, &k) in bases.iter_mut().zip(&g.members) {
+                    *b = &m.base[k];
+                }
+                (&sums[..], step)
+            }
+        };
         let inv = m.scale[axis] * (1.0 / (super::plan::TAP_STEPS * super::plan::TAP_STEPS)) as f32;
         let targets: [*mut f32; 4] =
             std::array::from_fn(|i| g.members.get(i).map_or(std::ptr::null_mut(), |&c| out[c].as_mut_ptr()));
-        let done = blocks(gi, sums, inv, targets).min(n);
+        let done = blocks(plan, data, inv, targets).min(n);
         made += (done * g.members.len()) as u64;
-        for &c in &g.members {
-            let bases = &m.base[c][done..n];
+        for (&c, bases) in g.members.iter().zip(bases) {
             let weights = cols.k[done * kh..].chunks_exact(kh);
-            for ((o, &base), w) in out[c][done..n].iter_mut().zip(bases).zip(weights) {
+            for ((o, &base), w) in out[c][done..n].iter_mut().zip(&bases[done..n]).zip(weights) {
                 let mut acc = 0i32;
                 for j in 0..kh {
-                    acc += w[j] as i32 * sums[base as usize + step * j] as i32;
+                    acc += w[j] as i32 * data[base as usize + step * j] as i32;
                 }
                 *o = acc as f32 * inv;
             }

@@ -223,13 +223,39 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             // PIL's filters at AVX-512 where a group has whole weights: a ring of bytes.
             #[cfg(target_arch = "x86_64")]
             if c.avx512() && m.round_between && !s.ring.btags[0].is_empty() {
-                let takes = |g: usize| {
+                // The group's whole-weight plan and the 2^-22 one for its other blocks, over the
+                // rows as they are or packed (`plan::Compact`).
+                let plans = |g: usize| {
                     let g = &m.groups[g];
                     let len = m.row_len[c.comps[g.members[0]].plane];
-                    matches!((&g.whole, &g.b16), (Some(w), Some(b)) if w.reach <= len && b.reach <= len)
+                    match g.compact.as_deref() {
+                        Some(p) => match (&p.whole, &p.b16) {
+                            (Some(w), Some(b)) => Some((w, b, Some(p))),
+                            _ => None,
+                        },
+                        None => match (&g.whole, &g.b16) {
+                            (Some(w), Some(b)) if w.reach <= len && b.reach <= len => Some((w, b, None)),
+                            _ => None,
+                        },
+                    }
                 };
+                let takes = |g: usize| plans(g).is_some();
+                let mut packed = std::mem::take(&mut s.ring.packed_rows);
                 let horiz = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]]| {
-                    let (Some(plan), Some(rest)) = (&m.groups[g].whole, &m.groups[g].b16) else { return 0 };
+                    let Some((plan, rest, compact)) = plans(g) else { return 0 };
+                    let mut rows = rows;
+                    let mut packed_rows: [&[u8]; baseline::ROWS_AT_ONCE] = [&[]; baseline::ROWS_AT_ONCE];
+                    if let Some(p) = compact {
+                        // Every other byte from the group's first, as the packed plans read.
+                        let stride = packed.len() / baseline::ROWS_AT_ONCE;
+                        for (i, row) in rows.iter().enumerate() {
+                            unsafe { avx512::pack_bytes(row, p.from, &mut packed[i * stride..][..p.len]) };
+                        }
+                        for (i, slot) in packed_rows.iter_mut().enumerate().take(rows.len()) {
+                            *slot = &packed[i * stride..][..p.len];
+                        }
+                        rows = &packed_rows[..rows.len()];
+                    }
                     let done = unsafe { avx512::whole_bytes(rows, plan, out) };
                     if !plan.rest.is_empty() {
                         unsafe { avx512::multitap_bytes(rows, rest, out, Some(&plan.rest)) };
@@ -253,6 +279,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                     horiz,
                     vert,
                 );
+                s.ring.packed_rows = packed;
                 skip |= groups;
                 s.counts.sampled += made;
             }
@@ -261,18 +288,19 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 let vsum = |b: &[u8], stride, first, k: &[i16], span, sums: &mut [u16]| unsafe {
                     avx512::box_sums(b, stride, first, k, span, sums)
                 };
-                let blocks = |g: usize, sums: &[u16], inv, out| match &m.groups[g].w16 {
-                    Some(plan) => unsafe { avx512::box_blocks(sums, plan, inv, out) },
-                    None => 0,
-                };
+                let pack = |v: &[u16], from, out: &mut [u16]| unsafe { avx512::pack_words(v, from, out) };
+                let blocks =
+                    |plan: &_, sums: &[u16], inv, out| unsafe { avx512::box_blocks(sums, plan, inv, out) };
+                let buffers = (&mut s.ring.sums[..], &mut s.ring.packed[..]);
                 let (groups, made, all) = baseline::box_row(
                     m,
                     &c.comps,
                     &src.planes,
                     cy,
-                    &mut s.ring.sums,
+                    buffers,
                     &mut s.comps,
                     vsum,
+                    pack,
                     blocks,
                 );
                 skip |= groups;

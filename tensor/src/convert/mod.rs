@@ -529,19 +529,39 @@ impl Converter {
                         }),
                         acc: vec![0; if multi.is_some() { rect.width } else { 0 }],
                         sums: match &multi {
-                            Some(m) if m.groups.iter().any(|g| g.w16.is_some()) => {
+                            Some(m) if m.groups.iter().any(|g| g.w16.is_some() || g.compact.is_some()) => {
                                 vec![0; m.row_len.iter().copied().max().unwrap_or(0)]
                             }
                             _ => Vec::new(),
                         },
+                        packed: match &multi {
+                            Some(m) if m.groups.iter().any(|g| g.compact.is_some()) => {
+                                vec![0; m.row_len.iter().copied().max().unwrap_or(0)]
+                            }
+                            _ => Vec::new(),
+                        },
+                        packed_rows: match &multi {
+                            Some(m) if m.groups.iter().any(|g| g.compact.is_some()) => {
+                                vec![0; baseline::ROWS_AT_ONCE * m.row_len.iter().copied().max().unwrap_or(0)]
+                            }
+                            _ => Vec::new(),
+                        },
                         bytes: std::array::from_fn(|k| match (&multi, comps.get(k)) {
-                            (Some(m), Some(comp)) if m.groups.iter().any(|g| g.whole.is_some()) => {
+                            (Some(m), Some(comp))
+                                if m.groups.iter().any(|g| {
+                                    g.whole.is_some() || g.compact.as_ref().is_some_and(|p| p.whole.is_some())
+                                }) =>
+                            {
                                 vec![0; m.rows[usize::from(comp.chroma)].taps * rect.width]
                             }
                             _ => Vec::new(),
                         }),
                         btags: std::array::from_fn(|k| match (&multi, comps.get(k)) {
-                            (Some(m), Some(comp)) if m.groups.iter().any(|g| g.whole.is_some()) => {
+                            (Some(m), Some(comp))
+                                if m.groups.iter().any(|g| {
+                                    g.whole.is_some() || g.compact.as_ref().is_some_and(|p| p.whole.is_some())
+                                }) =>
+                            {
                                 vec![usize::MAX; m.rows[usize::from(comp.chroma)].taps]
                             }
                             _ => Vec::new(),

@@ -15,7 +15,8 @@ use std::arch::x86_64::*;
 
 mod taps;
 pub(super) use taps::{
-    box_blocks, box_sums, multitap, multitap_bytes, multitap_vertical, vertical_bytes, whole, whole_bytes,
+    box_blocks, box_sums, multitap, multitap_bytes, multitap_vertical, pack_bytes, pack_words,
+    vertical_bytes, whole, whole_bytes,
 };
 
 /// The CPU has what the kernels here use (`vpermb` is VBMI).

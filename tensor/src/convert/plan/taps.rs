@@ -46,6 +46,27 @@ pub(in crate::convert) struct TapGroup {
     /// PIL's whole weights (`Taps::d`): 32-lane blocks for the AVX-512 level (`plan::Whole`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) whole: Option<super::Whole>,
+    /// Members that fill every other byte of their span (YUY2's and UYVY's luma, and their U
+    /// and V): the same plans over the row packed to those bytes (AVX-512).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(in crate::convert) compact: Option<Box<Compact>>,
+}
+
+/// A group packed (`TapGroup::compact`): sample `j` of the packed row is byte `from + 2j` of the
+/// source row (or of its row of sums), `len` of them; member `m`'s outputs read from `base[m]`,
+/// taps `members` apart. In the packed row YUY2's luma reads like NV12's and its U and V like
+/// NV12's UV: 16 outputs of a 3× downscale span 48 samples instead of 96, which the word and
+/// whole-weight blocks' windows (64 and 128) take; unpacked they took neither (YUY2 area and
+/// triangle at 1.5–1.9× NV12's time).
+#[derive(Debug, Clone)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(in crate::convert) struct Compact {
+    pub(in crate::convert) from: usize,
+    pub(in crate::convert) len: usize,
+    pub(in crate::convert) base: Vec<Vec<u32>>,
+    pub(in crate::convert) w16: Option<Blocks>,
+    pub(in crate::convert) b16: Option<Blocks>,
+    pub(in crate::convert) whole: Option<super::Whole>,
 }
 
 /// A group's blocks. Lane `l` of block `b` holds outputs `x..x + 4` of member `m`
@@ -135,7 +156,31 @@ pub(in crate::convert) fn tap_groups(
             true => super::Whole::new(&base[k], &offsets, c.step, t, len).filter(covered),
             false => None,
         };
-        groups.push(TapGroup { members, b16, b8: plan(2, false), w16, whole });
+        // Every other byte: members at 0, 2, 4... taps twice their count apart.
+        let sparse = c.step == 2 * members.len() && offsets.iter().enumerate().all(|(m, &o)| o == 2 * m);
+        let compact = match sparse && cfg!(any(test, target_arch = "x86_64")) && len > c.offset {
+            true => {
+                let from = c.offset;
+                let packed = (len - from).div_ceil(2);
+                let lead: Vec<u32> = base[k].iter().map(|&b| (b - from as u32) / 2).collect();
+                let dense: Vec<usize> = (0..members.len()).collect();
+                let plan = |words| Blocks::new(&lead, &dense, members.len(), t, packed, 4, pil, words);
+                let b16 = plan(false);
+                let covered = |w: &super::Whole| {
+                    w.rest.iter().all(|&b| b16.as_ref().is_some_and(|p| (b as usize) < p.targets.len()))
+                };
+                let whole = match pil {
+                    true => super::Whole::new(&lead, &dense, members.len(), t, packed).filter(covered),
+                    false => None,
+                };
+                let w16 = if exact[usize::from(c.chroma)] { plan(true) } else { None };
+                let base = (0..members.len()).map(|m| lead.iter().map(|&b| b + m as u32).collect()).collect();
+                (w16.is_some() || whole.is_some())
+                    .then(|| Box::new(Compact { from, len: packed, base, w16, b16, whole }))
+            }
+            false => None,
+        };
+        groups.push(TapGroup { members, b16, b8: plan(2, false), w16, whole, compact });
     }
     groups
 }

@@ -517,3 +517,48 @@ fn whole_blocks_give_pils_bytes() {
     }
     assert!(checked > 10_000 && rest > 0, "{checked} outputs, {rest} blocks not whole");
 }
+
+/// Packed groups (`taps::Compact`: YUY2's and UYVY's luma, and their U and V) read, in the row
+/// packed to every other byte from `from`, the samples their taps read in the row as it is; and
+/// their blocks are planned over the packed row (a 3× downscale's 16 outputs fit there).
+#[test]
+fn packed_groups_read_the_same_samples() {
+    use crate::preprocess::Interpolation as I;
+    let mut checked = 0;
+    for format in [PixelFormat::Yuy2, PixelFormat::Uyvy] {
+        let (_, comps) = components(format).unwrap();
+        for (w, n) in [(1920, 640), (1600, 640), (1000, 400)] {
+            for interp in [I::Area, I::BilinearAntialias] {
+                let filter = Filter::of(interp, true).unwrap();
+                let cols = [
+                    multi_axis(n, 0, w, 1, 0, w - 1, filter, 0.0),
+                    multi_axis(n, 0, w, 2, 0, w / 2 - 1, filter, 0.0),
+                ];
+                let row_len = [2 * w, 0, 0];
+                let plan = MultiTap::new(cols.clone(), cols.clone(), &comps, row_len, filter.round_between);
+                let row: Vec<u8> = (0..row_len[0]).map(|i| (i * 131 % 251) as u8).collect();
+                for g in &plan.groups {
+                    // (2.5×: PIL's 1.25× chroma has no whole weights, so nothing to pack for.)
+                    let Some(c) = g.compact.as_ref() else {
+                        assert!(w == 1600 && interp == I::BilinearAntialias, "{format:?} {w}->{n} {interp:?}");
+                        continue;
+                    };
+                    let packed: Vec<u8> =
+                        (0..c.len).map(|j| row.get(c.from + 2 * j).copied().unwrap_or(0)).collect();
+                    let t = &cols[usize::from(comps[g.members[0]].chroma)];
+                    for (mi, &k) in g.members.iter().enumerate() {
+                        for x in 0..n {
+                            for j in 0..t.taps {
+                                let want = row[plan.base[k][x] as usize + comps[k].step * j];
+                                let got = packed[c.base[mi][x] as usize + g.members.len() * j];
+                                assert_eq!(got, want, "{format:?} {w}->{n} member {mi} output {x} tap {j}");
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 10_000, "{checked}");
+}
