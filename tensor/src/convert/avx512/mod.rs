@@ -323,18 +323,82 @@ pub(super) unsafe fn sample(
     out: &mut [Vec<f32>; 4],
 ) -> usize {
     assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
-    let blocks = group_dispatch!(
-        sample_blocks,
-        plan.narrow => [false, true],
-        g.members.len(),
-        single,
-        wy != 0.0,
-        (r0, r1, wy, g, plan, wq, out)
-    );
+    let blocks = match plan.split {
+        true => {
+            group_dispatch!(split_blocks, false => [false, false], g.members.len(), single, wy != 0.0, (r0, r1, wy, g, plan, wq, out))
+        }
+        false => group_dispatch!(
+            sample_blocks,
+            plan.narrow => [false, true],
+            g.members.len(),
+            single,
+            wy != 0.0,
+            (r0, r1, wy, g, plan, wq, out)
+        ),
+    };
     let n = g.i0.len().min(g.i1.len()).min(wx.len());
     let blocks = blocks.min(n / 16);
     group_tail(r0, r1, wy, g, wx, 16 * blocks..n, out);
     16 * blocks
+}
+
+/// `sample_blocks` with a 128-byte window per half block (`Permute::split`): two masked
+/// permutes per member, the first half's lanes from the first window, the rest from the second.
+#[inline(always)]
+unsafe fn split_blocks<const UNUSED: bool, const M: usize, const SINGLE: bool, const TWO: bool>(
+    r0: &[u8],
+    r1: &[u8],
+    wy: f32,
+    g: &Group,
+    plan: &Permute,
+    wq: &[u32],
+    out: &mut [Vec<f32>; 4],
+) -> usize {
+    assert!(g.members.len() >= M && (1..=4).contains(&M) && plan.split);
+    let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
+    let blocks = (plan.bases.len() / 2).min(wq.len() / 16).min(plan.controls.len() / (2 * M)).min(width / 16);
+    let mut rows = [std::ptr::null_mut::<f32>(); M];
+    for (j, row) in rows.iter_mut().enumerate() {
+        *row = out[g.members[j].0].as_mut_ptr();
+    }
+    let wyv = _mm512_set1_ps(wy);
+    let unit = _mm512_set1_ps(WEIGHT_UNIT);
+    // Byte 0 of each dword, or bytes 0 and 2; of the first eight dwords, then of the rest.
+    let keep: u64 = if SINGLE { 0x1111_1111_1111_1111 } else { 0x5555_5555_5555_5555 };
+    let (first, second) = (keep & 0xffff_ffff, keep & !0xffff_ffff);
+    let form = usize::from(!SINGLE);
+    for b in 0..blocks {
+        unsafe {
+            let (ba, bb) =
+                (*plan.bases.get_unchecked(2 * b) as usize, *plan.bases.get_unchecked(2 * b + 1) as usize);
+            let load = |r: &[u8], at: usize| _mm512_loadu_si512(r.as_ptr().add(at) as *const _);
+            let w0 = [load(r0, ba), load(r0, ba + 64), load(r0, bb), load(r0, bb + 64)];
+            let w1 =
+                if TWO { [load(r1, ba), load(r1, ba + 64), load(r1, bb), load(r1, bb + 64)] } else { w0 };
+            let wqv = if SINGLE {
+                _mm512_setzero_si512()
+            } else {
+                _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _)
+            };
+            for j in 0..M {
+                let ctl = _mm512_loadu_si512(plan.controls.as_ptr().add((b * M + j) * 2 + form) as *const _);
+                let pick = |w: &[__m512i; 4]| {
+                    let t = _mm512_or_si512(
+                        _mm512_maskz_permutex2var_epi8(first, w[0], ctl, w[1]),
+                        _mm512_maskz_permutex2var_epi8(second, w[2], ctl, w[3]),
+                    );
+                    _mm512_cvtepi32_ps(if SINGLE { t } else { _mm512_madd_epi16(t, wqv) })
+                };
+                let top = pick(&w0);
+                let mut v = if TWO { _mm512_fmadd_ps(wyv, _mm512_sub_ps(pick(&w1), top), top) } else { top };
+                if !SINGLE {
+                    v = _mm512_mul_ps(v, unit);
+                }
+                _mm512_storeu_ps(rows[j].add(16 * b), v);
+            }
+        }
+    }
+    blocks
 }
 
 #[inline(always)]

@@ -59,14 +59,18 @@ fn check(i0: &[u32], i1: &[u32], members: &[(usize, usize)], windows: usize) {
 /// window's bytes then (narrow) zeros.
 fn permute(plan: &Permute, row: &[u8], members: usize, two: bool) -> Vec<Vec<[u8; 4]>> {
     let mut out = vec![Vec::new(); members];
-    for (b, &base) in plan.bases.iter().enumerate() {
-        // Narrow: a 64-byte window, then 64 zero bytes; no mask.
-        let mut table = [0u8; 128];
+    let halves = if plan.split { 2 } else { 1 };
+    for b in 0..plan.bases.len() / halves {
+        // Narrow: a 64-byte window, then 64 zero bytes; no mask. Split: a window per half.
+        let mut table = [[0u8; 128]; 2];
         let width = if plan.narrow { 64 } else { 128 };
-        table[..width].copy_from_slice(&row[base as usize..][..width]);
+        for h in 0..halves {
+            table[h][..width].copy_from_slice(&row[plan.bases[halves * b + h] as usize..][..width]);
+        }
         for (m, out) in out.iter_mut().enumerate() {
             let ctl = &plan.controls[(b * members + m) * 2 + usize::from(two)].0;
             for j in 0..16 {
+                let table = &table[if plan.split { j / 8 } else { 0 }];
                 let pick = |k: usize| table[(ctl[4 * j + k] & 127) as usize];
                 let mut dword = [0, 1, 2, 3].map(pick);
                 if !plan.narrow {
@@ -83,6 +87,7 @@ fn permute(plan: &Permute, row: &[u8], members: usize, two: bool) -> Vec<Vec<[u8
 fn check_permute(i0: &[u32], i1: &[u32], members: &[(usize, usize)], narrow: bool) {
     let plan = permute_plan(i0, i1, members).expect("a plan");
     assert_eq!(plan.narrow, narrow);
+    assert_eq!(plan.bases.len(), i0.len().min(i1.len()) / 16 * if plan.split { 2 } else { 1 });
     assert_picks(i0, i1, members, 16, plan.reach, |row, two| permute(&plan, row, members.len(), two));
 }
 
@@ -151,9 +156,18 @@ fn permute_plans_pick_every_tap() {
     // YUY2's luma every sixth byte: sixteen outputs in 92 bytes, a wide window.
     let y: Vec<u32> = (0..40).map(|i| 6 * i + 2).collect();
     check_permute(&y, &y, &[(0, 0)], false);
-    // RGBA at 3×: sixteen pixels span 184 bytes, past any window; the AVX2 kernels stay.
+    // RGBA at 3×: sixteen pixels span 184 bytes, past any window: a window per half block.
     let rgba: Vec<u32> = (0..40).map(|i| 12 * i + 4).collect();
-    assert!(permute_plan(&rgba, &rgba, &[(0, 0), (1, 1), (2, 2), (3, 3)]).is_none());
+    let members = [(0, 0), (1, 1), (2, 2), (3, 3)];
+    assert!(permute_plan(&rgba, &rgba, &members).is_some_and(|p| p.split));
+    check_permute(&rgba, &rgba, &members, false);
+    // RGBA at 2.5×, both taps: eight pixels' pairs in 84 bytes.
+    let r0: Vec<u32> = (0..40).map(|i| 4 * ((5 * i) / 2)).collect();
+    let r1: Vec<u32> = r0.iter().map(|&t| t + 4).collect();
+    check_permute(&r0, &r1, &members, false);
+    // Eight pixels 20 bytes apart span 144: no plan.
+    let wide: Vec<u32> = (0..40).map(|i| 20 * i).collect();
+    assert!(permute_plan(&wide, &wide, &members).is_none());
     // Fewer than sixteen outputs: no block.
     assert!(permute_plan(&luma[..15], &luma[..15], &[(0, 0)]).is_none());
 }
@@ -540,7 +554,10 @@ fn packed_groups_read_the_same_samples() {
                 for g in &plan.groups {
                     // (2.5×: PIL's 1.25× chroma has no whole weights, so nothing to pack for.)
                     let Some(c) = g.compact.as_ref() else {
-                        assert!(w == 1600 && interp == I::BilinearAntialias, "{format:?} {w}->{n} {interp:?}");
+                        assert!(
+                            w == 1600 && interp == I::BilinearAntialias,
+                            "{format:?} {w}->{n} {interp:?}"
+                        );
                         continue;
                     };
                     let packed: Vec<u8> =
