@@ -219,11 +219,11 @@ fn permute_windows(
     let per = if split { 8 } else { 16 };
     for b in 0..blocks {
         let mut base = [0u32; 2];
-        for h in 0..16 / per {
+        for (h, base) in base.iter_mut().enumerate().take(16 / per) {
             let start = 16 * b + per * h;
-            base[h] = window_start(i0, i1, start..start + per, top, window)?;
-            reach = reach.max((base[h] + window) as usize);
-            bases.push(base[h]);
+            *base = window_start(i0, i1, start..start + per, top, window)?;
+            reach = reach.max((*base + window) as usize);
+            bases.push(*base);
         }
         for &(_, shift) in members {
             let at = |taps: &[u32], j: usize| (taps[16 * b + j] + shift as u32 - base[j / per]) as u8;
