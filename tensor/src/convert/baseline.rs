@@ -12,7 +12,7 @@ use super::finish::{
     channels, clamp_ps, fill_blocks, gray, put, round_even_small, FinishValues, Out, SendPtr, CS_BGR,
     CS_GRAY, CS_RGBA, RAW8, RGB, YUV,
 };
-use super::plan::{Blocks, Comp, MultiTap, PIL_HALF, PIL_SHIFT};
+use super::plan::{Blocks, Comp, Compact, MultiTap, TapGroup, PIL_HALF, PIL_SHIFT};
 use crate::dtype::{f16, DType};
 use std::ops::Range;
 
@@ -423,8 +423,9 @@ pub(super) fn pil8_row(
 /// Whose sums a buffer holds: plane, row weights, first row, span.
 type SumsOf<'a> = (usize, &'a [i16], usize, (usize, usize));
 
-/// Output row `cy` of the groups of an exact box that have rows-first blocks (`TapGroup::w16`,
-/// see `plan::EXACT_MAX`): per group, `sums(bytes, stride, first, k_y, (lo, hi), sums)` makes the
+/// Output row `cy` of the groups of an exact box that have rows-first blocks at the level
+/// (`plan_of(g)`: `TapGroup::w16` or its packed form at AVX-512, `w8` at AVX2; see
+/// `plan::EXACT_MAX`): per group, `sums(bytes, stride, first, k_y, (lo, hi), sums)` makes the
 /// vertical sums `Σ k_y b` of the samples its taps read, `blocks(g, sums, inv, out)` filters them
 /// across (whole blocks; it says how many outputs), and the loop here does the rest, each output
 /// `Σ k_x · sum` times `inv`. The sums are exact integers, so this order gives the values of
@@ -440,6 +441,7 @@ pub(super) fn box_row(
     cy: usize,
     (sums, packed): (&mut [u16], &mut [u16]),
     out: &mut [Vec<f32>; 4],
+    plan_of: impl Fn(&TapGroup) -> Option<(&Blocks, Option<&Compact>)>,
     mut vsum: impl FnMut(&[u8], usize, usize, &[i16], (usize, usize), &mut [u16]),
     mut pack: impl FnMut(&[u16], usize, &mut [u16]),
     mut blocks: impl FnMut(&Blocks, &[u16], f32, [*mut f32; 4]) -> usize,
@@ -448,8 +450,7 @@ pub(super) fn box_row(
     // The sums made last (plane, weights, span): YUY2's luma and chroma groups sum the same rows.
     let mut made_sums: Option<SumsOf<'_>> = None;
     for (gi, g) in m.groups.iter().enumerate() {
-        let compact = g.compact.as_deref().filter(|c| c.w16.is_some());
-        let Some(plan) = compact.map_or(g.w16.as_ref(), |c| c.w16.as_ref()) else { continue };
+        let Some((plan, compact)) = plan_of(g) else { continue };
         let lead = comps[g.members[0]];
         let axis = usize::from(lead.chroma);
         let (cols, rows) = (&m.cols[axis], &m.rows[axis]);

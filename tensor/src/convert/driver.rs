@@ -15,6 +15,8 @@ use super::baseline::{self, VTaps};
 use super::finish::{SendPtr, BLOCK, PATTERN};
 #[cfg(target_arch = "aarch64")]
 use super::neon;
+#[cfg(target_arch = "x86_64")]
+use super::plan::{Blocks, Compact, TapGroup};
 use super::plan::{Comp, MultiTap};
 use super::{Converter, Scratch, Simd, SrcImage};
 use std::ops::Range;
@@ -284,13 +286,23 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 s.counts.sampled += made;
             }
             #[cfg(target_arch = "x86_64")]
-            if c.avx512() && !s.ring.sums.is_empty() {
+            if c.avx2() && !s.ring.sums.is_empty() {
+                let wide = c.avx512();
+                // AVX-512: the 16-dword word blocks, packed where the group is; AVX2: 8 dwords.
+                let plan_of: RowsFirst = if wide { rows_first_avx512 } else { rows_first_avx2 };
                 let vsum = |b: &[u8], stride, first, k: &[i16], span, sums: &mut [u16]| unsafe {
-                    avx512::box_sums(b, stride, first, k, span, sums)
+                    match wide {
+                        true => avx512::box_sums(b, stride, first, k, span, sums),
+                        false => avx2::box_sums(b, stride, first, k, span, sums),
+                    }
                 };
                 let pack = |v: &[u16], from, out: &mut [u16]| unsafe { avx512::pack_words(v, from, out) };
-                let blocks =
-                    |plan: &_, sums: &[u16], inv, out| unsafe { avx512::box_blocks(sums, plan, inv, out) };
+                let blocks = |plan: &_, sums: &[u16], inv, out| unsafe {
+                    match wide {
+                        true => avx512::box_blocks(sums, plan, inv, out),
+                        false => avx2::box_blocks(sums, plan, inv, out),
+                    }
+                };
                 let buffers = (&mut s.ring.sums[..], &mut s.ring.packed[..]);
                 let (groups, made, all) = baseline::box_row(
                     m,
@@ -299,6 +311,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                     cy,
                     buffers,
                     &mut s.comps,
+                    plan_of,
                     vsum,
                     pack,
                     blocks,
@@ -447,6 +460,25 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         pad(c, dst, y, 1, 0, rect.x);
         pad(c, dst, y, 1, rect.x + rect.width, c.dst.width - rect.x - rect.width);
     }
+}
+
+/// A group's rows-first blocks at a level (`baseline::box_row`), and its packed form.
+#[cfg(target_arch = "x86_64")]
+type RowsFirst = for<'a> fn(&'a TapGroup) -> Option<(&'a Blocks, Option<&'a Compact>)>;
+
+/// AVX-512: the 16-dword word blocks, over the packed row where the group has one.
+#[cfg(target_arch = "x86_64")]
+fn rows_first_avx512(g: &TapGroup) -> Option<(&Blocks, Option<&Compact>)> {
+    match g.compact.as_deref().filter(|p| p.w16.is_some()) {
+        Some(p) => p.w16.as_ref().map(|w| (w, Some(p))),
+        None => g.w16.as_ref().map(|w| (w, None)),
+    }
+}
+
+/// AVX2: the 8-dword word blocks over the row as it is.
+#[cfg(target_arch = "x86_64")]
+fn rows_first_avx2(g: &TapGroup) -> Option<(&Blocks, Option<&Compact>)> {
+    g.w8.as_ref().map(|w| (w, None))
 }
 
 /// A multi-tap filter's horizontal pass over source rows `rows` for group `g` into its members'

@@ -14,6 +14,7 @@ mod weights;
 mod whole;
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_imports))]
 pub(super) use taps::{Blocks, PIL_HALF, PIL_SPLIT, TAP_UNIT};
+pub(super) use taps::{Compact, TapGroup};
 #[cfg(test)]
 use weights::PIL_STEPS;
 pub(super) use weights::{multi_axis, Filter, MultiTap, Taps, MAX_TAPS, PIL_SHIFT, TAP_STEPS};

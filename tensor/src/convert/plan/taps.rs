@@ -43,6 +43,8 @@ pub(in crate::convert) struct TapGroup {
     /// (`u16` samples, `Blocks::words`), for the AVX-512 level that sums rows first.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) w16: Option<Blocks>,
+    /// The same in 8-dword blocks (AVX2, NEON).
+    pub(in crate::convert) w8: Option<Blocks>,
     /// PIL's whole weights (`Taps::d`): 32-lane blocks for the AVX-512 level (`plan::Whole`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) whole: Option<super::Whole>,
@@ -144,8 +146,9 @@ pub(in crate::convert) fn tap_groups(
         let t = &cols[usize::from(c.chroma)];
         let len = row_len[c.plane];
         let plan = |lanes, words| Blocks::new(&base[k], &offsets, c.step, t, len, lanes, pil, words);
-        let w16 =
-            if exact[usize::from(c.chroma)] && cfg!(target_arch = "x86_64") { plan(4, true) } else { None };
+        let exact = exact[usize::from(c.chroma)];
+        let w16 = if exact && cfg!(target_arch = "x86_64") { plan(4, true) } else { None };
+        let w8 = if exact { plan(2, true) } else { None };
         // (Planned on every target for the host tests; only the AVX-512 level runs them.)
         let b16 = plan(4, false);
         // The blocks that are not whole take the 2^-22 blocks of the same outputs.
@@ -173,14 +176,14 @@ pub(in crate::convert) fn tap_groups(
                     true => super::Whole::new(&lead, &dense, members.len(), t, packed).filter(covered),
                     false => None,
                 };
-                let w16 = if exact[usize::from(c.chroma)] { plan(true) } else { None };
+                let w16 = if exact { plan(true) } else { None };
                 let base = (0..members.len()).map(|m| lead.iter().map(|&b| b + m as u32).collect()).collect();
                 (w16.is_some() || whole.is_some())
                     .then(|| Box::new(Compact { from, len: packed, base, w16, b16, whole }))
             }
             false => None,
         };
-        groups.push(TapGroup { members, b16, b8: plan(2, false), w16, whole, compact });
+        groups.push(TapGroup { members, b16, b8: plan(2, false), w16, w8, whole, compact });
     }
     groups
 }
@@ -227,7 +230,7 @@ impl Blocks {
         pil: bool,
         words: bool,
     ) -> Option<Blocks> {
-        if words && (lanes != 4 || pil) {
+        if words && pil {
             return None;
         }
         let size = if words { 2 } else { 1 };
@@ -323,16 +326,17 @@ impl Blocks {
                     .iter()
                     .flat_map(lanes_of)
                     .flat_map(|l| (0..n).map(js).map(move |js| reads(&[l], js)).map(|(a, z)| z - a));
-                widest.max().map(|w| w.div_ceil(16).max(1))
+                widest.max().map(|w| (w * size).div_ceil(16).max(1))
             };
             plan.pieces = pieces(&|_| 0..taps, 1)?;
             // Sliding costs a load per pair: RGBA's 7-tap triangle at 3× (four pieces fixed,
             // three sliding) measured 1.61 ms fixed against 1.57, area 0.91 against 0.99.
-            if plan.pieces > 4 {
+            if plan.pieces > 4 && !words {
                 plan.slide = true;
                 plan.pieces = pieces(&pair_taps, pairs)?;
             }
-            let window = 16 * plan.pieces;
+            // In samples: a piece holds 16 bytes, or 8 u16 samples with `words`.
+            let window = 16 * plan.pieces / size;
             if plan.pieces > 4 || row_len < window {
                 return None;
             }
@@ -359,8 +363,16 @@ impl Blocks {
                     let mut idx = [0xffu8; 32];
                     for l in (0..2).filter(|&l| target[l] != IDLE) {
                         for i in 0..4 {
-                            idx[16 * l + 4 * i] = (tap(target[l], i, 2 * p) - starts[l]) as u8;
-                            idx[16 * l + 4 * i + 2] = (tap(target[l], i, 2 * p + 1) - starts[l]) as u8;
+                            let (a, z) = (
+                                tap(target[l], i, 2 * p) - starts[l],
+                                tap(target[l], i, 2 * p + 1) - starts[l],
+                            );
+                            let d = 16 * l + 4 * i;
+                            match words {
+                                false => (idx[d], idx[d + 2]) = (a as u8, z as u8),
+                                true => idx[d..d + 4]
+                                    .copy_from_slice(&[2 * a, 2 * a + 1, 2 * z, 2 * z + 1].map(|v| v as u8)),
+                            }
                         }
                     }
                     plan.tbl.push(Aligned32(idx));
