@@ -15,7 +15,7 @@ use super::baseline::{self, VTaps};
 use super::finish::{SendPtr, BLOCK, PATTERN};
 #[cfg(target_arch = "aarch64")]
 use super::neon;
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::plan::{Blocks, Compact, TapGroup};
 use super::plan::{Comp, MultiTap};
 use super::{Converter, Scratch, Simd, SrcImage};
@@ -289,7 +289,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             if c.avx2() && !s.ring.sums.is_empty() {
                 let wide = c.avx512();
                 // AVX-512: the 16-dword word blocks, packed where the group is; AVX2: 8 dwords.
-                let plan_of: RowsFirst = if wide { rows_first_avx512 } else { rows_first_avx2 };
+                let plan_of: RowsFirst = if wide { rows_first_avx512 } else { rows_first_w8 };
                 let vsum = |b: &[u8], stride, first, k: &[i16], span, sums: &mut [u16]| unsafe {
                     match wide {
                         true => avx512::box_sums(b, stride, first, k, span, sums),
@@ -312,6 +312,32 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                     buffers,
                     &mut s.comps,
                     plan_of,
+                    vsum,
+                    pack,
+                    blocks,
+                );
+                skip |= groups;
+                s.counts.sampled += made;
+                s.counts.rows_first += all;
+            }
+            #[cfg(target_arch = "aarch64")]
+            if c.neon() && !s.ring.sums.is_empty() {
+                let vsum = |b: &[u8], stride, first, k: &[i16], span, sums: &mut [u16]| unsafe {
+                    neon::box_sums(b, stride, first, k, span, sums)
+                };
+                // (Only packed groups call it; NEON plans none.)
+                let pack = |_: &[u16], _, _: &mut [u16]| {};
+                let blocks =
+                    |plan: &_, sums: &[u16], inv, out| unsafe { neon::box_blocks(sums, plan, inv, out) };
+                let buffers = (&mut s.ring.sums[..], &mut s.ring.packed[..]);
+                let (groups, made, all) = baseline::box_row(
+                    m,
+                    &c.comps,
+                    &src.planes,
+                    cy,
+                    buffers,
+                    &mut s.comps,
+                    rows_first_w8,
                     vsum,
                     pack,
                     blocks,
@@ -475,9 +501,9 @@ fn rows_first_avx512(g: &TapGroup) -> Option<(&Blocks, Option<&Compact>)> {
     }
 }
 
-/// AVX2: the 8-dword word blocks over the row as it is.
-#[cfg(target_arch = "x86_64")]
-fn rows_first_avx2(g: &TapGroup) -> Option<(&Blocks, Option<&Compact>)> {
+/// AVX2 and NEON: the 8-dword word blocks over the row as it is.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn rows_first_w8(g: &TapGroup) -> Option<(&Blocks, Option<&Compact>)> {
     g.w8.as_ref().map(|w| (w, None))
 }
 

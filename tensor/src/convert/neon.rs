@@ -538,3 +538,127 @@ pub(super) unsafe fn multitap_vertical(rows: &[*const f32], taps: VTaps<'_>, out
     }
     n
 }
+
+/// An exact box's vertical sums (`avx512::box_sums` at sixteen samples a step): `sums[t] =
+/// Σ_j k[j] · bytes[(first + j) · stride + t]` for `t` in `lo..hi`, in u16 (the plan keeps the
+/// sums below 2^15).
+///
+/// # Safety
+/// NEON (architectural on aarch64).
+pub(super) unsafe fn box_sums(
+    bytes: &[u8],
+    stride: usize,
+    first: usize,
+    k: &[i16],
+    (lo, hi): (usize, usize),
+    sums: &mut [u16],
+) {
+    if hi <= lo || k.is_empty() {
+        return;
+    }
+    assert!(
+        (first + k.len() - 1) * stride + hi <= bytes.len() && hi <= sums.len(),
+        "sums stay inside the rows"
+    );
+    unsafe {
+        let base = bytes.as_ptr().add(first * stride);
+        let out = sums.as_mut_ptr();
+        let mut t = lo;
+        while t + 16 <= hi {
+            let (mut a, mut b) = (vdupq_n_u16(0), vdupq_n_u16(0));
+            for (j, &w) in k.iter().enumerate() {
+                let v = vld1q_u8(base.add(j * stride + t));
+                let w = vdupq_n_u16(w as u16);
+                a = vmlaq_u16(a, vmovl_u8(vget_low_u8(v)), w);
+                b = vmlaq_u16(b, vmovl_high_u8(v), w);
+            }
+            vst1q_u16(out.add(t), a);
+            vst1q_u16(out.add(t + 8), b);
+            t += 16;
+        }
+        for t in t..hi {
+            let mut acc = 0u16;
+            for (j, &w) in k.iter().enumerate() {
+                acc = acc.wrapping_add((w as u16).wrapping_mul(*base.add(j * stride + t) as u16));
+            }
+            *out.add(t) = acc;
+        }
+    }
+}
+
+/// An exact box's horizontal pass over its vertical sums (`Blocks` of two lanes over u16
+/// samples, `Blocks::words`): per lane and tap pair one `tbl` over its pieces and two `smlal`,
+/// exact in i32, times `inv`; the lanes stored as `multitap` stores them.
+///
+/// # Safety
+/// `out` holds the group's members' rows (null past them), each `plan.done` writable values.
+pub(super) unsafe fn box_blocks(sums: &[u16], plan: &Blocks, inv: f32, out: [*mut f32; 4]) -> usize {
+    assert!(plan.words && !plan.slide && plan.reach <= sums.len(), "loads stay inside the sums");
+    let members = out.iter().take_while(|p| !p.is_null()).count();
+    macro_rules! go {
+        ($l:expr) => {
+            match members {
+                1 => unsafe { box_blocks_l::<$l, 1>(sums, plan, inv, out) },
+                2 => unsafe { box_blocks_l::<$l, 2>(sums, plan, inv, out) },
+                3 => unsafe { box_blocks_l::<$l, 3>(sums, plan, inv, out) },
+                _ => unsafe { box_blocks_l::<$l, 4>(sums, plan, inv, out) },
+            }
+        };
+    }
+    match plan.pieces {
+        1 => go!(1),
+        2 => go!(2),
+        3 => go!(3),
+        _ => go!(4),
+    }
+}
+
+#[inline(never)]
+unsafe fn box_blocks_l<const L: usize, const M: usize>(
+    sums: &[u16],
+    plan: &Blocks,
+    inv: f32,
+    out: [*mut f32; 4],
+) -> usize {
+    assert!(plan.pieces == L && (1..=4).contains(&L));
+    let pairs = plan.pairs;
+    let blocks = plan.targets.len().min(plan.lane_bases.len());
+    assert!(plan.tbl.len() >= blocks * pairs && plan.hi.len() >= blocks * pairs * 8);
+    unsafe {
+        let inv = vdupq_n_f32(inv);
+        let (weights, controls) = (plan.hi.as_ptr(), plan.tbl.as_ptr() as *const u8);
+        let row = sums.as_ptr() as *const u8;
+        for b in 0..blocks {
+            let starts = *plan.lane_bases.get_unchecked(b);
+            for l in 0..2 {
+                let at = row.add(2 * starts[l] as usize);
+                let mut t = [vdupq_n_u8(0); 4];
+                for q in 0..L {
+                    t[q] = vld1q_u8(at.add(16 * q));
+                }
+                let (mut h0, mut h1) = (vdupq_n_s32(0), vdupq_n_s32(0));
+                for p in 0..pairs {
+                    let k = b * pairs + p;
+                    let idx = vld1q_u8(controls.add(32 * k + 16 * l));
+                    let w = vld1q_s16(weights.add(8 * k + 4 * l) as *const i16);
+                    // Each output's two taps as an i16 pair; the weights' pairs likewise.
+                    let v = vreinterpretq_s16_u8(lookup::<L>(&t, idx));
+                    h0 = vmlal_s16(h0, vget_low_s16(v), vget_low_s16(w));
+                    h1 = vmlal_high_s16(h1, v, w);
+                }
+                let v = vmulq_f32(vcvtq_f32_s32(vpaddq_s32(h0, h1)), inv);
+                match M {
+                    1 => vst1q_f32(out[0].add(8 * b + 4 * l), v),
+                    2 => vst1q_f32(out[l].add(4 * b), v),
+                    _ => {
+                        let m = 2 * (b % 2) + l;
+                        if m < M {
+                            vst1q_f32(out[m].add(4 * (b / 2)), v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    plan.done
+}
