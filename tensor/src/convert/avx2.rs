@@ -609,27 +609,34 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
                     }
                     false => _mm256_mul_ps(_mm256_cvtepi32_ps(sh[i]), unit),
                 };
-                let out = out[i];
-                // The lanes of `Blocks::new`: one member's eight outputs, two members' four, or
-                // (three or four members) two blocks per four outputs, members 0-1 then 2-3.
-                match M {
-                    1 => _mm256_storeu_ps(out[0].add(8 * b), v),
-                    2 => {
-                        _mm_storeu_ps(out[0].add(4 * b), _mm256_castps256_ps128(v));
-                        _mm_storeu_ps(out[1].add(4 * b), _mm256_extractf128_ps::<1>(v));
-                    }
-                    _ => {
-                        let (x, m) = (4 * (b / 2), 2 * (b % 2));
-                        _mm_storeu_ps(out[m].add(x), _mm256_castps256_ps128(v));
-                        if m + 1 < M {
-                            _mm_storeu_ps(out[m + 1].add(x), _mm256_extractf128_ps::<1>(v));
-                        }
-                    }
-                }
+                store_lanes::<M>(&out[i], b, v);
             }
         }
     }
     plan.done
+}
+
+/// Block `b`'s eight dwords into its members' rows by the lanes of `Blocks::new`: one member's
+/// eight outputs, two members' four, or (three or four members) two blocks per four outputs,
+/// members 0-1 then 2-3. The 2^-22/2^-14 blocks and the rows-first box blocks store alike.
+#[inline(always)]
+unsafe fn store_lanes<const M: usize>(out: &[*mut f32; 4], b: usize, v: __m256) {
+    unsafe {
+        match M {
+            1 => _mm256_storeu_ps(out[0].add(8 * b), v),
+            2 => {
+                _mm_storeu_ps(out[0].add(4 * b), _mm256_castps256_ps128(v));
+                _mm_storeu_ps(out[1].add(4 * b), _mm256_extractf128_ps::<1>(v));
+            }
+            _ => {
+                let (x, m) = (4 * (b / 2), 2 * (b % 2));
+                _mm_storeu_ps(out[m].add(x), _mm256_castps256_ps128(v));
+                if m + 1 < M {
+                    _mm_storeu_ps(out[m + 1].add(x), _mm256_extractf128_ps::<1>(v));
+                }
+            }
+        }
+    }
 }
 
 /// A multi-tap filter's vertical pass: `out[x]` from the filtered rows `rows` (each at least
@@ -850,21 +857,7 @@ unsafe fn box_blocks_l<const L: usize, const M: usize>(
                 );
             }
             let v = _mm256_mul_ps(_mm256_cvtepi32_ps(s), inv);
-            // The lanes of `Blocks::new`, as `multitap` stores them.
-            match M {
-                1 => _mm256_storeu_ps(out[0].add(8 * b), v),
-                2 => {
-                    _mm_storeu_ps(out[0].add(4 * b), _mm256_castps256_ps128(v));
-                    _mm_storeu_ps(out[1].add(4 * b), _mm256_extractf128_ps::<1>(v));
-                }
-                _ => {
-                    let (x, m) = (4 * (b / 2), 2 * (b % 2));
-                    _mm_storeu_ps(out[m].add(x), _mm256_castps256_ps128(v));
-                    if m + 1 < M {
-                        _mm_storeu_ps(out[m + 1].add(x), _mm256_extractf128_ps::<1>(v));
-                    }
-                }
-            }
+            store_lanes::<M>(&out, b, v);
         }
     }
     plan.done

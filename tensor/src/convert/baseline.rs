@@ -353,15 +353,7 @@ pub(super) fn pil8_row(
         let len = m.row_len[lead.plane];
         let mut r = first;
         while r < first + kv {
-            let mut batch = [0usize; ROWS_AT_ONCE];
-            let mut count = 0;
-            while r < first + kv && count < ROWS_AT_ONCE {
-                if tags[g.members[0]][r % kv] != r {
-                    batch[count] = r;
-                    count += 1;
-                }
-                r += 1;
-            }
+            let (batch, count) = next_rows(&tags[g.members[0]], first, kv, &mut r);
             if count == 0 {
                 continue;
             }
@@ -570,15 +562,7 @@ pub(super) fn multitap_row(
         // weights are then loaded once for them all.
         let mut r = first;
         while r < first + kv {
-            let mut batch = [0usize; ROWS_AT_ONCE];
-            let mut count = 0;
-            while r < first + kv && count < ROWS_AT_ONCE {
-                if ring_rows[g.members[0]][r % kv] != r {
-                    batch[count] = r;
-                    count += 1;
-                }
-                r += 1;
-            }
+            let (batch, count) = next_rows(&ring_rows[g.members[0]], first, kv, &mut r);
             if count == 0 {
                 continue;
             }
@@ -684,6 +668,22 @@ pub(super) fn multitap_row(
         }
     }
     made
+}
+
+/// The next source rows (up to `ROWS_AT_ONCE`) of `first..first + kv` from `*r` on that a ring
+/// (`tags`: the row each slot holds) does not hold yet, and how many; `*r` moves past them. The
+/// byte ring of `pil8_row` and the filtered rows of `multitap_row` fill alike.
+#[inline(always)]
+fn next_rows(tags: &[usize], first: usize, kv: usize, r: &mut usize) -> ([usize; ROWS_AT_ONCE], usize) {
+    let (mut batch, mut count) = ([0usize; ROWS_AT_ONCE], 0);
+    while *r < first + kv && count < ROWS_AT_ONCE {
+        if tags[*r % kv] != *r {
+            batch[count] = *r;
+            count += 1;
+        }
+        *r += 1;
+    }
+    (batch, count)
 }
 
 /// Source rows the horizontal kernels filter per call (three: a 3× downscale's new rows per

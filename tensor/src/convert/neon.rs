@@ -469,23 +469,30 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
                     } else {
                         vmulq_f32(vcvtq_f32_s32(sh), unit)
                     };
-                    let out = out[i];
-                    // The lanes of `Blocks::new`, as `avx2::multitap` stores them.
-                    match M {
-                        1 => vst1q_f32(out[0].add(8 * b + 4 * l), v),
-                        2 => vst1q_f32(out[l].add(4 * b), v),
-                        _ => {
-                            let m = 2 * (b % 2) + l;
-                            if m < M {
-                                vst1q_f32(out[m].add(4 * (b / 2)), v);
-                            }
-                        }
-                    }
+                    store_lane::<M>(&out[i], b, l, v);
                 }
             }
         }
     }
     plan.done
+}
+
+/// Lane `l` (four dwords) of block `b` into its member's row by the lanes of `Blocks::new`, as
+/// `avx2::multitap` stores them. The 2^-22/2^-14 blocks and the rows-first box blocks store alike.
+#[inline(always)]
+unsafe fn store_lane<const M: usize>(out: &[*mut f32; 4], b: usize, l: usize, v: float32x4_t) {
+    unsafe {
+        match M {
+            1 => vst1q_f32(out[0].add(8 * b + 4 * l), v),
+            2 => vst1q_f32(out[l].add(4 * b), v),
+            _ => {
+                let m = 2 * (b % 2) + l;
+                if m < M {
+                    vst1q_f32(out[m].add(4 * (b / 2)), v);
+                }
+            }
+        }
+    }
 }
 
 /// A multi-tap filter's vertical pass (the arithmetic of `avx2::multitap_vertical`, sixteen
@@ -647,16 +654,7 @@ unsafe fn box_blocks_l<const L: usize, const M: usize>(
                     h1 = vmlal_high_s16(h1, v, w);
                 }
                 let v = vmulq_f32(vcvtq_f32_s32(vpaddq_s32(h0, h1)), inv);
-                match M {
-                    1 => vst1q_f32(out[0].add(8 * b + 4 * l), v),
-                    2 => vst1q_f32(out[l].add(4 * b), v),
-                    _ => {
-                        let m = 2 * (b % 2) + l;
-                        if m < M {
-                            vst1q_f32(out[m].add(4 * (b / 2)), v);
-                        }
-                    }
-                }
+                store_lane::<M>(&out, b, l, v);
             }
         }
     }

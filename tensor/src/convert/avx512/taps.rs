@@ -182,30 +182,37 @@ unsafe fn multitap_blocks<
                     }
                     continue;
                 }
-                // The lanes of `Blocks::new`: one member's sixteen outputs, two members' eight, or
-                // each member's four (the targets, without reading them per block).
-                match M {
-                    1 => _mm512_storeu_ps(out[0].add(16 * b), v),
-                    2 => {
-                        _mm256_storeu_ps(out[0].add(8 * b), _mm512_castps512_ps256(v));
-                        // (`extractf32x8` is AVX512DQ, which the level does not ask for: not
-                        // inlined here.)
-                        let upper = _mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v));
-                        _mm256_storeu_ps(out[1].add(8 * b), _mm256_castpd_ps(upper));
-                    }
-                    _ => {
-                        _mm_storeu_ps(out[0].add(4 * b), _mm512_castps512_ps128(v));
-                        _mm_storeu_ps(out[1].add(4 * b), _mm512_extractf32x4_ps::<1>(v));
-                        _mm_storeu_ps(out[2].add(4 * b), _mm512_extractf32x4_ps::<2>(v));
-                        if M == 4 {
-                            _mm_storeu_ps(out[3].add(4 * b), _mm512_extractf32x4_ps::<3>(v));
-                        }
-                    }
-                }
+                store_lanes::<M>(&out, b, v);
             }
         }
     }
     plan.done
+}
+
+/// Block `b`'s sixteen dwords into its members' rows by the lanes of `Blocks::new` (without
+/// reading the targets per block): one member's sixteen outputs, two members' eight, or each
+/// member's four. The 2^-22/2^-14 blocks and the rows-first box blocks store alike.
+#[inline(always)]
+unsafe fn store_lanes<const M: usize>(out: &[*mut f32; 4], b: usize, v: __m512) {
+    unsafe {
+        match M {
+            1 => _mm512_storeu_ps(out[0].add(16 * b), v),
+            2 => {
+                _mm256_storeu_ps(out[0].add(8 * b), _mm512_castps512_ps256(v));
+                // (`extractf32x8` is AVX512DQ, which the level does not ask for: not inlined.)
+                let upper = _mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v));
+                _mm256_storeu_ps(out[1].add(8 * b), _mm256_castpd_ps(upper));
+            }
+            _ => {
+                _mm_storeu_ps(out[0].add(4 * b), _mm512_castps512_ps128(v));
+                _mm_storeu_ps(out[1].add(4 * b), _mm512_extractf32x4_ps::<1>(v));
+                _mm_storeu_ps(out[2].add(4 * b), _mm512_extractf32x4_ps::<2>(v));
+                if M == 4 {
+                    _mm_storeu_ps(out[3].add(4 * b), _mm512_extractf32x4_ps::<3>(v));
+                }
+            }
+        }
+    }
 }
 
 /// An exact box's vertical sums (`plan::EXACT_MAX`): `sums[t] = Σ_j k[j] · bytes[(first + j) ·
@@ -354,22 +361,7 @@ unsafe fn box_blocks_m<const NARROW: bool, const M: usize>(
                 s = _mm512_add_epi32(s, _mm512_madd_epi16(t, w));
             }
             let v = _mm512_mul_ps(_mm512_cvtepi32_ps(s), inv);
-            match M {
-                1 => _mm512_storeu_ps(out[0].add(16 * b), v),
-                2 => {
-                    _mm256_storeu_ps(out[0].add(8 * b), _mm512_castps512_ps256(v));
-                    let upper = _mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v));
-                    _mm256_storeu_ps(out[1].add(8 * b), _mm256_castpd_ps(upper));
-                }
-                _ => {
-                    _mm_storeu_ps(out[0].add(4 * b), _mm512_castps512_ps128(v));
-                    _mm_storeu_ps(out[1].add(4 * b), _mm512_extractf32x4_ps::<1>(v));
-                    _mm_storeu_ps(out[2].add(4 * b), _mm512_extractf32x4_ps::<2>(v));
-                    if M == 4 {
-                        _mm_storeu_ps(out[3].add(4 * b), _mm512_extractf32x4_ps::<3>(v));
-                    }
-                }
-            }
+            store_lanes::<M>(&out, b, v);
         }
     }
     plan.done
