@@ -40,7 +40,12 @@ echo "kernel lane: \$(uname -r), heaps: \$(ls /dev/dma_heap | tr '\n' ' '), vide
 fail=0
 for b in ${bins[*]}; do
   echo "=== \$(basename \$b)"
-  "\$b" --test-threads=1 --nocapture || fail=1
+  # The batch tests with a live source measure the element's latency timeout against a live
+  # clock; under TCG a live source can start seconds late (CI saw a 2 s latency run out), so
+  # they are the host's job. The batch's DMA-BUF and bit-exact slot tests still run here.
+  skip=""
+  case "\$(basename \$b)" in batch-*) skip="--skip live" ;; esac
+  "\$b" --test-threads=1 --nocapture \$skip || fail=1
 done
 echo "=== pool-roundtrip on DMA-BUF"
 $example NV12 322 240 4 && $example RGBA 1920 1080 2 || fail=1
