@@ -1,0 +1,413 @@
+//! The AVX2 level's multi-tap kernels (`area`, `bilinear-antialias`, the bicubics): the
+//! horizontal blocks over bytes (eight dword lanes, `pshufb` per 16-byte piece), the vertical
+//! pass, and an exact box's row sums and the word blocks across them.
+
+#![allow(clippy::needless_range_loop)]
+
+use crate::convert::baseline::VTaps;
+use crate::convert::plan::{Blocks, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT};
+use std::arch::x86_64::*;
+
+/// A multi-tap filter's horizontal pass over source rows `rows` (each its bytes) for one group
+/// (`plan::TapGroup`), eight dwords per block: each lane's window as `pieces` 16-byte loads (the
+/// two lanes of one register), per tap pair a `pshufb` per piece and one `pmaddwd` (two for PIL's
+/// split weights), exact in i32 (see `plan::Blocks`); each lane stored to its member's row
+/// (`out[i]` for row `i`). Returns the outputs each member has from the blocks.
+///
+/// # Safety
+/// The CPU has AVX2; `out[i]` holds the group's members' rows (null past them), each
+/// `plan.done` writable values.
+#[target_feature(enable = "avx2,fma")]
+pub(in crate::convert) unsafe fn multitap(
+    rows: &[&[u8]],
+    plan: &Blocks,
+    pil: bool,
+    out: &[[*mut f32; 4]],
+) -> usize {
+    assert!(
+        rows.len() == out.len() && rows.iter().all(|r| plan.reach <= r.len()),
+        "loads stay inside the rows"
+    );
+    let members = out.first().map_or(0, |o| o.iter().take_while(|p| !p.is_null()).count());
+    // Three rows share the controls and weights, even where their windows (three or four pieces
+    // each) spill registers: RGBA's four pieces one row at a time measured area 1.16 ms and
+    // triangle 2.01, three rows 1.00 and 1.76.
+    let three = rows.len() == 3;
+    macro_rules! by_slide {
+        ($l:expr, $pil:expr, $m:expr, $r:expr, $rows:expr, $out:expr) => {
+            match plan.slide {
+                true => unsafe { multitap_blocks::<$l, $pil, $m, $r, true>($rows, plan, $out) },
+                false => unsafe { multitap_blocks::<$l, $pil, $m, $r, false>($rows, plan, $out) },
+            }
+        };
+    }
+    macro_rules! by_rows {
+        ($l:expr, $pil:expr, $m:expr) => {
+            match three {
+                true => by_slide!($l, $pil, $m, 3, rows, out),
+                false => {
+                    let mut done = plan.done;
+                    for i in 0..rows.len() {
+                        let one = by_slide!($l, $pil, $m, 1, &rows[i..], &out[i..]);
+                        done = done.min(one);
+                    }
+                    done
+                }
+            }
+        };
+    }
+    macro_rules! by_pieces {
+        ($pil:expr, $m:expr) => {
+            match plan.pieces {
+                1 => by_rows!(1, $pil, $m),
+                2 => by_rows!(2, $pil, $m),
+                3 => by_rows!(3, $pil, $m),
+                _ => by_rows!(4, $pil, $m),
+            }
+        };
+    }
+    match (pil, members) {
+        (true, 1) => by_pieces!(true, 1),
+        (true, 2) => by_pieces!(true, 2),
+        (true, 3) => by_pieces!(true, 3),
+        (true, _) => by_pieces!(true, 4),
+        (false, 1) => by_pieces!(false, 1),
+        (false, 2) => by_pieces!(false, 2),
+        (false, 3) => by_pieces!(false, 3),
+        (false, _) => by_pieces!(false, 4),
+    }
+}
+
+/// Rows `rows[..R]` into `out[..R]` (see `multitap`); `S`: the window slides per pair
+/// (`Blocks::slide`).
+#[inline(always)]
+unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const R: usize, const S: bool>(
+    rows: &[&[u8]],
+    plan: &Blocks,
+    out: &[[*mut f32; 4]],
+) -> usize {
+    assert!(plan.pieces == L && plan.slide == S && rows.len() >= R && out.len() >= R);
+    let pairs = plan.pairs;
+    let blocks = plan.targets.len().min(plan.lane_bases.len() / if S { pairs } else { 1 });
+    assert!(plan.shuf.len() >= blocks * pairs * L && plan.hi.len() >= blocks * pairs * 8);
+    assert!(!PIL || plan.lo.len() >= blocks * pairs * 8);
+    let zero = _mm256_setzero_si256();
+    let unit = _mm256_set1_ps(TAP_UNIT);
+    let half = _mm256_set1_epi32(PIL_HALF);
+    let top = _mm256_set1_epi32(255);
+    let (hi, lo, controls) = (plan.hi.as_ptr(), plan.lo.as_ptr(), plan.shuf.as_ptr());
+    let row: [*const u8; R] = std::array::from_fn(|i| rows[i].as_ptr());
+    // The windows of lane bases `at` (a block's, or a block's pair's where they slide).
+    let load = |at: usize| {
+        let [s0, s1] = unsafe { *plan.lane_bases.get_unchecked(at) };
+        let mut v = [[zero; L]; R];
+        for i in 0..R {
+            let (r0, r1) = unsafe { (row[i].add(s0 as usize), row[i].add(s1 as usize)) };
+            for (q, v) in v[i].iter_mut().enumerate() {
+                *v = unsafe {
+                    _mm256_loadu2_m128i(r1.add(16 * q) as *const __m128i, r0.add(16 * q) as *const __m128i)
+                };
+            }
+        }
+        v
+    };
+    for b in 0..blocks {
+        unsafe {
+            let mut v = if S { [[zero; L]; R] } else { load(b) };
+            let (mut sh, mut sl) = ([zero; R], [zero; R]);
+            for p in 0..pairs {
+                let at = b * pairs + p;
+                if S {
+                    v = load(at);
+                }
+                let ctl = controls.add(at * L);
+                let c: [__m256i; L] =
+                    std::array::from_fn(|q| _mm256_load_si256(ctl.add(q) as *const __m256i));
+                let wh = _mm256_loadu_si256(hi.add(8 * at) as *const __m256i);
+                let wl = if PIL { _mm256_loadu_si256(lo.add(8 * at) as *const __m256i) } else { zero };
+                for i in 0..R {
+                    let mut t = _mm256_shuffle_epi8(v[i][0], c[0]);
+                    for q in 1..L {
+                        t = _mm256_or_si256(t, _mm256_shuffle_epi8(v[i][q], c[q]));
+                    }
+                    sh[i] = _mm256_add_epi32(sh[i], _mm256_madd_epi16(t, wh));
+                    if PIL {
+                        sl[i] = _mm256_add_epi32(sl[i], _mm256_madd_epi16(t, wl));
+                    }
+                }
+            }
+            for i in 0..R {
+                let v = match PIL {
+                    true => {
+                        let s = _mm256_add_epi32(
+                            _mm256_add_epi32(_mm256_slli_epi32::<{ PIL_SPLIT as i32 }>(sh[i]), sl[i]),
+                            half,
+                        );
+                        let s = _mm256_srai_epi32::<{ PIL_SHIFT as i32 }>(s);
+                        // As i32 bits (see `baseline::pil_byte`).
+                        _mm256_castsi256_ps(_mm256_min_epi32(_mm256_max_epi32(s, zero), top))
+                    }
+                    false => _mm256_mul_ps(_mm256_cvtepi32_ps(sh[i]), unit),
+                };
+                store_lanes::<M>(&out[i], b, v);
+            }
+        }
+    }
+    plan.done
+}
+
+/// Block `b`'s eight dwords into its members' rows by the lanes of `Blocks::new`: one member's
+/// eight outputs, two members' four, or (three or four members) two blocks per four outputs,
+/// members 0-1 then 2-3. The 2^-22/2^-14 blocks and the rows-first box blocks store alike.
+#[inline(always)]
+unsafe fn store_lanes<const M: usize>(out: &[*mut f32; 4], b: usize, v: __m256) {
+    unsafe {
+        match M {
+            1 => _mm256_storeu_ps(out[0].add(8 * b), v),
+            2 => {
+                _mm_storeu_ps(out[0].add(4 * b), _mm256_castps256_ps128(v));
+                _mm_storeu_ps(out[1].add(4 * b), _mm256_extractf128_ps::<1>(v));
+            }
+            _ => {
+                let (x, m) = (4 * (b / 2), 2 * (b % 2));
+                _mm_storeu_ps(out[m].add(x), _mm256_castps256_ps128(v));
+                if m + 1 < M {
+                    _mm_storeu_ps(out[m + 1].add(x), _mm256_extractf128_ps::<1>(v));
+                }
+            }
+        }
+    }
+}
+
+/// A multi-tap filter's vertical pass: `out[x]` from the filtered rows `rows` (each at least
+/// `out.len()` values) and one output row's weights, sixteen outputs at a time with the sums in
+/// registers over every tap, in the scalar loops' order (`baseline::multitap_row`: separate
+/// multiply and add, no FMA; PIL's in i32). Those loops stored and reloaded every sum per tap
+/// (1080p NV12 → 640 with the AVX-512 blocks: area 0.385 → 0.364 ms, the 7-tap triangle 0.60 →
+/// 0.55).
+/// Returns the outputs it wrote (whole blocks).
+///
+/// # Safety
+/// The CPU has AVX2; every row pointer is readable for `out.len()` values.
+#[target_feature(enable = "avx2,fma")]
+pub(in crate::convert) unsafe fn multitap_vertical(
+    rows: &[*const f32],
+    taps: VTaps<'_>,
+    out: &mut [f32],
+) -> usize {
+    let n = out.len() / 16 * 16;
+    let o = out.as_mut_ptr();
+    match taps {
+        VTaps::Float(w, scale) => {
+            let (first, rest) = (rows[0], &rows[1..w.len().min(rows.len())]);
+            let w0 = _mm256_set1_ps(w[0]);
+            let scale = _mm256_set1_ps(scale);
+            for x in (0..n).step_by(16) {
+                unsafe {
+                    let mut a = _mm256_mul_ps(w0, _mm256_loadu_ps(first.add(x)));
+                    let mut b = _mm256_mul_ps(w0, _mm256_loadu_ps(first.add(x + 8)));
+                    for (&r, &wj) in rest.iter().zip(&w[1..]) {
+                        let wj = _mm256_set1_ps(wj);
+                        a = _mm256_add_ps(a, _mm256_mul_ps(wj, _mm256_loadu_ps(r.add(x))));
+                        b = _mm256_add_ps(b, _mm256_mul_ps(wj, _mm256_loadu_ps(r.add(x + 8))));
+                    }
+                    _mm256_storeu_ps(o.add(x), _mm256_mul_ps(a, scale));
+                    _mm256_storeu_ps(o.add(x + 8), _mm256_mul_ps(b, scale));
+                }
+            }
+        }
+        VTaps::Pil(w, _) => {
+            let (half, zero, top) =
+                (_mm256_set1_epi32(PIL_HALF), _mm256_setzero_si256(), _mm256_set1_epi32(255));
+            let done = |s: __m256i| {
+                let s = _mm256_srai_epi32::<{ PIL_SHIFT as i32 }>(s);
+                _mm256_cvtepi32_ps(_mm256_min_epi32(_mm256_max_epi32(s, zero), top))
+            };
+            for x in (0..n).step_by(16) {
+                unsafe {
+                    let (mut a, mut b) = (half, half);
+                    for (&r, &wj) in rows.iter().zip(w) {
+                        let wj = _mm256_set1_epi32(wj);
+                        // The rows hold the horizontal pass's bytes as i32 bits (`baseline::pil_byte`).
+                        let (ra, rb) = (
+                            _mm256_loadu_si256(r.add(x) as *const __m256i),
+                            _mm256_loadu_si256(r.add(x + 8) as *const __m256i),
+                        );
+                        a = _mm256_add_epi32(a, _mm256_mullo_epi32(wj, ra));
+                        b = _mm256_add_epi32(b, _mm256_mullo_epi32(wj, rb));
+                    }
+                    _mm256_storeu_ps(o.add(x), done(a));
+                    _mm256_storeu_ps(o.add(x + 8), done(b));
+                }
+            }
+        }
+    }
+    n
+}
+
+/// An exact box's vertical sums (`avx512::box_sums` at sixteen samples a step): `sums[t] =
+/// Σ_j k[j] · bytes[(first + j) · stride + t]` for `t` in `lo..hi`, in i16.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[target_feature(enable = "avx2,fma")]
+pub(in crate::convert) unsafe fn box_sums(
+    bytes: &[u8],
+    stride: usize,
+    first: usize,
+    k: &[i16],
+    (lo, hi): (usize, usize),
+    sums: &mut [u16],
+) {
+    if hi <= lo || k.is_empty() {
+        return;
+    }
+    assert!(
+        (first + k.len() - 1) * stride + hi <= bytes.len() && hi <= sums.len(),
+        "sums stay inside the rows"
+    );
+    let base = bytes.as_ptr().add(first * stride);
+    // Two to four rows with their own loops (weights in registers, 32 samples a step), as
+    // `avx512::box_sums`: the generic loop over the rows spent half of NV12's `area` on loop
+    // control at this level.
+    let t = match k.len() {
+        2 => box_sums_n::<2>(base, stride, k, lo, hi, sums.as_mut_ptr()),
+        3 => box_sums_n::<3>(base, stride, k, lo, hi, sums.as_mut_ptr()),
+        4 => box_sums_n::<4>(base, stride, k, lo, hi, sums.as_mut_ptr()),
+        _ => {
+            let mut t = lo;
+            while t + 16 <= hi {
+                unsafe {
+                    let mut acc = _mm256_setzero_si256();
+                    for (j, &w) in k.iter().enumerate() {
+                        let v =
+                            _mm256_cvtepu8_epi16(_mm_loadu_si128(base.add(j * stride + t) as *const __m128i));
+                        acc = _mm256_add_epi16(acc, _mm256_mullo_epi16(v, _mm256_set1_epi16(w)));
+                    }
+                    _mm256_storeu_si256(sums.as_mut_ptr().add(t) as *mut __m256i, acc);
+                }
+                t += 16;
+            }
+            t
+        }
+    };
+    for t in t..hi {
+        let mut acc = 0u16;
+        for (j, &w) in k.iter().enumerate() {
+            acc = acc.wrapping_add((w as u16).wrapping_mul(*base.add(j * stride + t) as u16));
+        }
+        sums[t] = acc;
+    }
+}
+
+/// `box_sums` over `N` rows, 16 samples per vector, whole vectors only; returns where it stopped.
+#[inline(always)]
+unsafe fn box_sums_n<const N: usize>(
+    base: *const u8,
+    stride: usize,
+    k: &[i16],
+    lo: usize,
+    hi: usize,
+    out: *mut u16,
+) -> usize {
+    let w: [__m256i; N] = std::array::from_fn(|j| _mm256_set1_epi16(k[j]));
+    let row: [*const u8; N] = std::array::from_fn(|j| unsafe { base.add(j * stride) });
+    let sum = |t: usize| {
+        let mut acc = _mm256_setzero_si256();
+        for j in 0..N {
+            let v = unsafe { _mm256_cvtepu8_epi16(_mm_loadu_si128(row[j].add(t) as *const __m128i)) };
+            acc = _mm256_add_epi16(acc, _mm256_mullo_epi16(v, w[j]));
+        }
+        acc
+    };
+    let mut t = lo;
+    while t + 32 <= hi {
+        unsafe {
+            _mm256_storeu_si256(out.add(t) as *mut __m256i, sum(t));
+            _mm256_storeu_si256(out.add(t + 16) as *mut __m256i, sum(t + 16));
+        }
+        t += 32;
+    }
+    while t + 16 <= hi {
+        unsafe { _mm256_storeu_si256(out.add(t) as *mut __m256i, sum(t)) };
+        t += 16;
+    }
+    t
+}
+
+/// An exact box's horizontal pass over its vertical sums at eight dwords a block (`Blocks` of
+/// two lanes over u16 samples, `Blocks::words`): per tap pair a `pshufb` per 16-byte piece and
+/// one `pmaddwd`, exact in i32, times `inv`; the lanes stored as `multitap` stores them.
+///
+/// # Safety
+/// The CPU has AVX2; `out` holds the group's members' rows (null past them), each `plan.done`
+/// writable values.
+#[target_feature(enable = "avx2,fma")]
+pub(in crate::convert) unsafe fn box_blocks(
+    sums: &[u16],
+    plan: &Blocks,
+    inv: f32,
+    out: [*mut f32; 4],
+) -> usize {
+    assert!(plan.words && !plan.slide && plan.reach <= sums.len(), "loads stay inside the sums");
+    let members = out.iter().take_while(|p| !p.is_null()).count();
+    macro_rules! go {
+        ($l:expr) => {
+            match members {
+                1 => box_blocks_l::<$l, 1>(sums, plan, inv, out),
+                2 => box_blocks_l::<$l, 2>(sums, plan, inv, out),
+                3 => box_blocks_l::<$l, 3>(sums, plan, inv, out),
+                _ => box_blocks_l::<$l, 4>(sums, plan, inv, out),
+            }
+        };
+    }
+    match plan.pieces {
+        1 => go!(1),
+        2 => go!(2),
+        3 => go!(3),
+        _ => go!(4),
+    }
+}
+
+#[inline(always)]
+unsafe fn box_blocks_l<const L: usize, const M: usize>(
+    sums: &[u16],
+    plan: &Blocks,
+    inv: f32,
+    out: [*mut f32; 4],
+) -> usize {
+    assert!(plan.pieces == L);
+    let pairs = plan.pairs;
+    let blocks = plan.targets.len().min(plan.lane_bases.len());
+    assert!(plan.shuf.len() >= blocks * pairs * L && plan.hi.len() >= blocks * pairs * 8);
+    let inv = _mm256_set1_ps(inv);
+    let row = sums.as_ptr() as *const u8;
+    for b in 0..blocks {
+        unsafe {
+            let [s0, s1] = *plan.lane_bases.get_unchecked(b);
+            let (r0, r1) = (row.add(2 * s0 as usize), row.add(2 * s1 as usize));
+            let v: [__m256i; L] = std::array::from_fn(|q| {
+                _mm256_loadu2_m128i(r1.add(16 * q) as *const __m128i, r0.add(16 * q) as *const __m128i)
+            });
+            let mut s = _mm256_setzero_si256();
+            for p in 0..pairs {
+                let at = b * pairs + p;
+                let ctl = plan.shuf.as_ptr().add(at * L);
+                let mut t = _mm256_shuffle_epi8(v[0], _mm256_load_si256(ctl as *const __m256i));
+                for q in 1..L {
+                    t = _mm256_or_si256(
+                        t,
+                        _mm256_shuffle_epi8(v[q], _mm256_load_si256(ctl.add(q) as *const __m256i)),
+                    );
+                }
+                s = _mm256_add_epi32(
+                    s,
+                    _mm256_madd_epi16(t, _mm256_loadu_si256(plan.hi.as_ptr().add(8 * at) as *const __m256i)),
+                );
+            }
+            let v = _mm256_mul_ps(_mm256_cvtepi32_ps(s), inv);
+            store_lanes::<M>(&out, b, v);
+        }
+    }
+    plan.done
+}
