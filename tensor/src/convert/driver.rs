@@ -102,10 +102,12 @@ const PREFETCH_AHEAD: usize = 2;
 
 /// A camera frame arrives cold: its rows are in DRAM, and a downscale jumps between them, so the
 /// hardware's stream prefetcher restarts on every row. The source rows that output row `cy +
-/// PREFETCH_AHEAD` will read (each plane's window, both taps) are requested now, one line at a
-/// time; a chroma row shared with the output row before it was requested then.
+/// PREFETCH_AHEAD` will read (each plane's window, both taps) are requested while row `cy` is
+/// converted, one line at a time, in `pieces` parts (`Ahead`); a chroma row shared with the
+/// output row before it was requested then. This call asks for part `piece`: the same share of
+/// every row's lines.
 #[inline(always)]
-fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize) {
+fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize, piece: usize, pieces: usize) {
     let ahead = cy + PREFETCH_AHEAD;
     if ahead >= c.content.rect.height {
         return;
@@ -125,7 +127,9 @@ fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize) {
         for r in std::iter::once(i0).chain(second) {
             let start = (r * stride + lo).min(bytes.len());
             let end = (r * stride + hi).min(bytes.len());
-            let mut at = start;
+            let lines = (end - start).div_ceil(64);
+            let mut at = start + lines * piece / pieces * 64;
+            let end = (start + lines * (piece + 1) / pieces * 64).min(end);
             while at < end {
                 prefetch(bytes.as_ptr().wrapping_add(at));
                 at += 64;
@@ -177,12 +181,52 @@ fn prefetch_multi(m: &MultiTap, comps: &[Comp], src: &SrcImage<'_>, cy: usize) {
     }
 }
 
+/// The next output row's source lines asked for in parts, one before each group's sampling and
+/// the last before the finish, rather than all at once before the row. A request that misses the
+/// first-level cache holds a line-fill buffer until its line arrives; a whole row's worth at once
+/// (up to 240 lines for RGBA) cost the kernels behind it on an Intel Xeon (AVX-512 FP16 kind,
+/// 2 MiB L2 a core, frames mostly in its L3). Engine, uint8, NV12 / YUY2 / RGBA, two runs each:
+/// hot frame, one burst (T0) 0.204 / 0.178–0.180 / 0.249–0.251 ms, in parts (T0) 0.190–0.193 /
+/// 0.166 / 0.229–0.231, in parts (T1, `prefetch`) 0.187–0.191 / 0.163–0.169 / 0.215–0.218; 32
+/// rotating frames 0.274–0.300 / 0.265–0.274 / 0.418–0.428, 0.242–0.248 / 0.235–0.236 /
+/// 0.393–0.397, 0.240–0.247 / 0.218–0.220 / 0.380–0.383 (no prefetch: 0.357 / 0.289 / 0.442).
+struct Ahead<'a> {
+    c: &'a Converter,
+    src: &'a SrcImage<'a>,
+    cy: usize,
+    next: usize,
+    pieces: usize,
+}
+
+impl Ahead<'_> {
+    /// The next part, if any is left.
+    #[inline(always)]
+    fn piece(&mut self) {
+        if self.next < self.pieces {
+            prefetch_ahead(self.c, self.src, self.cy, self.next, self.pieces);
+            self.next += 1;
+        }
+    }
+
+    /// Every part not yet asked for.
+    #[inline(always)]
+    fn rest(&mut self) {
+        while self.next < self.pieces {
+            self.piece();
+        }
+    }
+}
+
 #[inline(always)]
 fn prefetch(p: *const u8) {
-    // A hint: it never faults, and it changes no byte of the result.
+    // A hint: it never faults, and it changes no byte of the result. Into the second-level
+    // cache (T1): the kernels' own loads take the lines on into the first. T1 measured level with
+    // T0 or better on every row in the note on `Ahead`, and on the multi-tap filters (`area`,
+    // 32 rotating frames, NV12 / YUY2 / RGBA: T0 0.491 / 0.655–0.674 / 1.06–1.11 ms, T1 0.477–0.480
+    // / 0.638–0.639 / 1.05). (Not measured on the AMD machine of docs/benchmarks.md.)
     #[cfg(target_arch = "x86_64")]
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p.cast());
     }
     #[cfg(target_arch = "aarch64")]
     unsafe {
@@ -206,9 +250,10 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
     pad(c, dst, below, rows.end - below, 0, c.dst.width);
     for y in rows.start.max(content.start)..rows.end.min(content.end) {
         let cy = y - rect.y;
-        if c.multi.is_none() {
-            prefetch_ahead(c, src, cy);
-        }
+        // Bilinear and nearest: the next rows' lines in parts (`Ahead`), one now.
+        let pieces = if c.multi.is_none() { c.groups.len() + 1 } else { 0 };
+        let mut ahead = Ahead { c, src, cy, next: 0, pieces };
+        ahead.piece();
         if let Some(m) = &c.multi {
             prefetch_multi(m, &c.comps, src, cy);
         }
@@ -418,6 +463,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                     };
                     s.counts.sampled += (columns * g.members.len()) as u64;
                 }
+                ahead.piece();
             }
             // The NEON sampling: every group of a direct plane has a shuffle plan (`direct_ok`).
             #[cfg(target_arch = "aarch64")]
@@ -432,6 +478,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                     let columns = neon::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps);
                     s.counts.sampled += (columns * g.members.len()) as u64;
                 }
+                ahead.piece();
             }
             // Interleaved chroma (NV12's UV) blended into f32: each tap's U and V come as one 64-bit
             // pair, half the loads of gathering them apart.
@@ -464,6 +511,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         }
         // Colour, normalization and the store in one pass where there is a fused kernel for the
         // output; the rest (and the last columns of a row) through the channel rows.
+        ahead.rest();
         #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_mut))]
         let mut done = 0;
         #[cfg(target_arch = "x86_64")]
