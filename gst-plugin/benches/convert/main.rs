@@ -17,7 +17,7 @@
 //! Each case's figure is its fastest stretch of `FRAMES` consecutive frames over five rounds
 //! spread across the whole benchmark. Run with `cargo bench -p gstedgefirst --bench convert`
 //! (release build); `BENCH_FORMATS=NV12,YUY2`, `BENCH_INPUTS=camera` and `BENCH_CHAINS=uint8,fast`
-//! (parts of the names) run a subset. The tables go into docs/benchmarks.md.
+//! (parts of the names; `=name` for one row exactly) run a subset. The tables go into docs/benchmarks.md.
 //!
 //! The resampling rows: edgefirsttensor's `area` and `bilinear-antialias` beside its bilinear, and
 //! fast_image_resize 6.1 (a dev-dependency, linked only into this benchmark) on the same frames:
@@ -257,8 +257,12 @@ fn main() {
     // Parts of the names, comma-separated: a row runs where its name contains one of them.
     let only_chain: Option<Vec<String>> =
         std::env::var("BENCH_CHAINS").ok().map(|v| v.split(',').map(str::to_string).collect());
-    let chain_wanted =
-        |name: &str| only_chain.as_ref().is_none_or(|o| o.iter().any(|p| name.contains(p.as_str())));
+    // (`=name` for exactly that row.)
+    let chain_wanted = |name: &str| {
+        only_chain.as_ref().is_none_or(|o| {
+            o.iter().any(|p| p.strip_prefix('=').map_or(name.contains(p.as_str()), |exact| exact == name))
+        })
+    };
     let only_input = std::env::var("BENCH_INPUTS").ok();
     // 1920×1080 is an exact 3× downscale to 640 wide; 1600×900 (2.5×) is not.
     let mut cases: Vec<(String, (u32, u32), Input)> = Vec::new();
