@@ -27,7 +27,7 @@ fn rows_read(src_h: usize, dst_h: usize) -> Vec<usize> {
 /// rows at its own subsampling) and write the 640×640×3 output, over the same rotating frames,
 /// mapped once.
 pub(crate) fn floor(frames: &Frames) -> f64 {
-    floor_of(frames, |ph, content_h| rows_read(ph, content_h))
+    floor_of(frames, rows_read)
 }
 
 /// The floor of a multi-tap filter's row at a 3× or 2.5× downscale (`area`, `bilinear-antialias`:
