@@ -5,6 +5,17 @@
 use super::{best_stretch, Frames, OUT, TIMED, WARMUP};
 use std::time::Instant;
 
+/// ms per frame of `frame(i)` over the warm-up and timed frames in turn, by `best_stretch`: the
+/// one timing loop every row measured outside GStreamer runs.
+fn timed(mut frame: impl FnMut(usize)) -> f64 {
+    let mut ends = vec![Instant::now()];
+    for i in 0..WARMUP + TIMED {
+        frame(i);
+        ends.push(Instant::now());
+    }
+    best_stretch(&ends[WARMUP..])
+}
+
 /// Source rows a 2-tap vertical filter reads for the letterboxed content (pixel centres; a tap
 /// whose weight is zero reads nothing: at exactly 3× every luma row lands on a sample).
 fn rows_read(src_h: usize, dst_h: usize) -> Vec<usize> {
@@ -51,9 +62,8 @@ fn floor_of(frames: &Frames, rows: impl Fn(usize, usize) -> Vec<usize>) -> f64 {
         })
         .collect();
     let mut out = vec![0u8; OUT * OUT * 3];
-    let mut ends = vec![Instant::now()];
     let mut acc = 0u64;
-    for i in 0..WARMUP + TIMED {
+    let ms = timed(|i| {
         let f = frames.maps[i % frames.maps.len()];
         let mut sum = [0u64; 8];
         for (off, stride, rows) in &planes {
@@ -69,10 +79,9 @@ fn floor_of(frames: &Frames, rows: impl Fn(usize, usize) -> Vec<usize>) -> f64 {
         let v = sum.iter().fold(0u64, |a, s| a ^ s) as u8;
         out.fill(v);
         acc = acc.wrapping_add(std::hint::black_box(&out)[i % out.len()] as u64);
-        ends.push(Instant::now());
-    }
+    });
     std::hint::black_box(acc);
-    best_stretch(&ends[WARMUP..])
+    ms
 }
 
 /// ms to copy the input frame and the output tensor once, hot (the old floor row).
@@ -81,14 +90,12 @@ pub(crate) fn memcpy_floor(input: usize, output: usize) -> f64 {
     let mut b = vec![0u8; input];
     let c = vec![1u8; output];
     let mut d = vec![0u8; output];
-    let mut ends = vec![Instant::now()];
-    for _ in 0..WARMUP + TIMED {
+    let ms = timed(|_| {
         b.copy_from_slice(std::hint::black_box(&a));
         d.copy_from_slice(std::hint::black_box(&c));
-        ends.push(Instant::now());
-    }
+    });
     std::hint::black_box((&b, &d));
-    best_stretch(&ends[WARMUP..])
+    ms
 }
 
 #[link(name = "yuv")]
@@ -131,8 +138,7 @@ pub(crate) fn libyuv_nv12(frames: &Frames) -> f64 {
     let mut small_y = vec![0u8; OUT * ch as usize];
     let mut small_uv = vec![0u8; OUT * ch as usize / 2];
     let mut out = vec![0u8; OUT * OUT * 3];
-    let mut ends = vec![Instant::now()];
-    for i in 0..WARMUP + TIMED {
+    timed(|i| {
         let f = frames.maps[i % frames.maps.len()];
         let (y, uv) = (f.as_ptr(), unsafe { f.as_ptr().add(info.offset()[1]) });
         unsafe {
@@ -167,9 +173,7 @@ pub(crate) fn libyuv_nv12(frames: &Frames) -> f64 {
         pad_top.fill(0x80);
         rest[ch as usize * OUT * 3..].fill(0x80);
         std::hint::black_box(&out);
-        ends.push(Instant::now());
-    }
-    best_stretch(&ends[WARMUP..])
+    })
 }
 
 /// Content rows of the 640×640 letterbox of a 16:9 frame: 360 rows from row 140.
@@ -248,13 +252,10 @@ impl Fir {
 /// ms per frame of a fast_image_resize chain (`Fir`) on the same frames.
 pub(crate) fn fir(frames: &Frames, filter: fast_image_resize::FilterType) -> f64 {
     let mut chain = Fir::new(&frames.info, filter);
-    let mut ends = vec![Instant::now()];
-    for i in 0..WARMUP + TIMED {
+    timed(|i| {
         chain.run(&frames.info, frames.bytes(i));
         std::hint::black_box(&chain.out);
-        ends.push(Instant::now());
-    }
-    best_stretch(&ends[WARMUP..])
+    })
 }
 
 /// The library a chain matches, on frame 0 as an RGB picture: the frame decoded to RGB at its own
