@@ -12,7 +12,7 @@ use super::finish::{
     channels, clamp_ps, fill_blocks, gray, put, round_even_small, FinishValues, Out, SendPtr, CS_BGR,
     CS_GRAY, CS_RGBA, RAW8, RGB, YUV,
 };
-use super::plan::{Blocks, Comp, Compact, MultiTap, TapGroup, PIL_HALF, PIL_SHIFT};
+use super::plan::{Blocks, Comp, Compact, MultiTap, TapGroup, Taps, PIL_HALF, PIL_SHIFT};
 use crate::dtype::{f16, DType};
 use std::ops::Range;
 
@@ -323,8 +323,9 @@ pub(super) struct Ring {
 /// Output row `cy` of PIL's filters for the groups `takes(g)` accepts, through a ring of bytes:
 /// the first pass's results are bytes (PIL stores them so), and the i32 ring of `multitap_row`
 /// made the vertical pass read four times the bytes (a quarter of a 1080p NV12 frame's
-/// `bilinear-antialias` time at AVX-512). `horiz(g, rows, out)` filters source rows into the
-/// members' byte rows (`out[i][j]`, the content width; whole blocks, it says how many),
+/// `bilinear-antialias` time at AVX-512). `horiz(g, rows, out, ahead)` filters source rows into the
+/// members' byte rows (`out[i][j]`, the content width; whole blocks, it says how many; asking
+/// for the lines `ahead` on),
 /// `vert(rows, wi, whole, out)` blends byte rows into a component's row (whole steps); the loops
 /// here do the rest with PIL's sums. Returns the groups done (bit `g`) and the outputs `horiz` made.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -338,7 +339,7 @@ pub(super) fn pil8_row(
     ring: &mut Ring,
     out: &mut [Vec<f32>; 4],
     takes: impl Fn(usize) -> bool,
-    mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]]) -> usize,
+    mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize) -> usize,
     mut vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [f32]) -> usize,
 ) -> (u32, u64) {
     let (mut groups, mut made) = (0u32, 0u64);
@@ -366,7 +367,8 @@ pub(super) fn pil8_row(
                     *t = ring[k][(row % kv) * n..][..n].as_mut_ptr();
                 }
             }
-            let done = horiz(gi, &src[..count], &targets[..count]).min(n);
+            let ahead = ahead_bytes(rows, cy, stride, bytes.len());
+            let done = horiz(gi, &src[..count], &targets[..count], ahead).min(n);
             made += (done * g.members.len() * count) as u64;
             for (&row, src) in batch[..count].iter().zip(src) {
                 for &k in &g.members {
@@ -415,10 +417,35 @@ pub(super) fn pil8_row(
 /// Whose sums a buffer holds: plane, row weights, first row, span.
 type SumsOf<'a> = (usize, &'a [i16], usize, (usize, usize));
 
+/// Output rows ahead whose source rows the multi-tap kernels ask for (`ahead_bytes`, and the
+/// driver's `prefetch_multi` for the loops).
+/// Measured on 32 rotating 1080p frames (engine, uint8, AVX-512; NV12 / YUY2 / RGBA), all at once
+/// before the row (the AMD machine of docs/benchmarks.md): area none
+/// 0.334 / 0.400 / 0.550 ms, 1 row 0.267 / 0.340 / 0.561, 2 rows 0.259 / 0.339 / 0.572, 4 rows
+/// 0.257 / 0.321 / 0.547, 8 rows 0.275 / 0.336 / 0.549; bilinear-antialias none 0.535 / 0.642 /
+/// 0.830, 2 rows 0.403 / 0.515 / 0.774.
+pub(super) const MULTI_PREFETCH_AHEAD: usize = 2;
+
+/// How far the source rows output row `cy + MULTI_PREFETCH_AHEAD` reads lie past those row `cy`
+/// reads, in bytes of a plane of `len` bytes, rows `stride` apart; 0 where there is no such row
+/// or its rows pass the plane. The kernels that read a row's source rows (`vsum` and `horiz` of
+/// `box_row` and `pil8_row`) ask for each line they load again that far on: the next rows'
+/// lines are requested a few at a time among the loads. Requested all at once before the row
+/// (the driver's `prefetch_multi`, up to 360 lines for RGBA), they held the line-fill buffers and
+/// stalled the kernels behind them on an Intel Xeon (AVX-512 FP16 kind, 2 MiB L2 a core).
+pub(super) fn ahead_bytes(rows: &Taps, cy: usize, stride: usize, len: usize) -> usize {
+    match (rows.first.get(cy), rows.first.get(cy + MULTI_PREFETCH_AHEAD)) {
+        (Some(&at), Some(&on)) if on > at && (on as usize + rows.taps - 1) * stride < len => {
+            (on - at) as usize * stride
+        }
+        _ => 0,
+    }
+}
+
 /// Output row `cy` of the groups of an exact box that have rows-first blocks at the level
 /// (`plan_of(g)`: `TapGroup::w16` or its packed form at AVX-512, `w8` at AVX2; see
-/// `plan::EXACT_MAX`): per group, `sums(bytes, stride, first, k_y, (lo, hi), sums)` makes the
-/// vertical sums `Σ k_y b` of the samples its taps read, `blocks(g, sums, inv, out)` filters them
+/// `plan::EXACT_MAX`): per group, `sums(bytes, stride, first, k_y, (lo, hi), sums, ahead)` makes the
+/// vertical sums `Σ k_y b` of the samples its taps read (asking for the lines `ahead` on), `blocks(g, sums, inv, out)` filters them
 /// across (whole blocks; it says how many outputs), and the loop here does the rest, each output
 /// `Σ k_x · sum` times `inv`. The sums are exact integers, so this order gives the values of
 /// `multitap_row` (across first) to the bit. Returns the groups done (bit `g`), the outputs the
@@ -434,7 +461,7 @@ pub(super) fn box_row(
     (sums, packed): (&mut [u16], &mut [u16]),
     out: &mut [Vec<f32>; 4],
     plan_of: impl Fn(&TapGroup) -> Option<(&Blocks, Option<&Compact>)>,
-    mut vsum: impl FnMut(&[u8], usize, usize, &[i16], (usize, usize), &mut [u16]),
+    mut vsum: impl FnMut(&[u8], usize, usize, &[i16], (usize, usize), &mut [u16], usize),
     mut pack: impl FnMut(&[u16], usize, &mut [u16]),
     mut blocks: impl FnMut(&Blocks, &[u16], f32, [*mut f32; 4]) -> usize,
 ) -> (u32, u64, u64) {
@@ -473,7 +500,7 @@ pub(super) fn box_row(
                         .unwrap_or(hi),
                 );
             }
-            vsum(bytes, stride, first, k, (lo, hi), sums);
+            vsum(bytes, stride, first, k, (lo, hi), sums, ahead_bytes(rows, cy, stride, bytes.len()));
             made_sums = Some((lead.plane, k, first, (lo, hi)));
         }
         // Packed: every other sum from the group's first byte (`plan::Compact`).

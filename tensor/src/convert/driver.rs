@@ -11,7 +11,7 @@
 use super::avx2;
 #[cfg(target_arch = "x86_64")]
 use super::avx512;
-use super::baseline::{self, VTaps};
+use super::baseline::{self, VTaps, MULTI_PREFETCH_AHEAD};
 use super::finish::{SendPtr, BLOCK, PATTERN};
 #[cfg(target_arch = "aarch64")]
 use super::neon;
@@ -138,22 +138,14 @@ fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize, piece: usize, pi
     }
 }
 
-/// Output rows ahead whose new source rows a multi-tap filter asks for (`prefetch_multi`).
-/// Measured on 32 rotating 1080p frames (engine, uint8, AVX-512; NV12 / YUY2 / RGBA): area none
-/// 0.334 / 0.400 / 0.550 ms, 1 row 0.267 / 0.340 / 0.561, 2 rows 0.259 / 0.339 / 0.572, 4 rows
-/// 0.257 / 0.321 / 0.547, 8 rows 0.275 / 0.336 / 0.549; bilinear-antialias none 0.535 / 0.642 /
-/// 0.830, 2 rows 0.403 / 0.515 / 0.774. RGBA reads its 8.3 MB at about the core's DRAM rate
-/// either way.
-const MULTI_PREFETCH_AHEAD: usize = 2;
-
 /// `prefetch_ahead` for the multi-tap filters, which read every source row (a 3× downscale
 /// jumps nowhere, but the hardware's prefetcher alone left NV12 area at 2× its hot time): the
 /// source rows output row `cy + MULTI_PREFETCH_AHEAD` reads and the row before it did not, each
 /// group's bytes, a line at a time.
 #[inline(always)]
-fn prefetch_multi(m: &MultiTap, comps: &[Comp], src: &SrcImage<'_>, cy: usize) {
+fn prefetch_multi(m: &MultiTap, comps: &[Comp], src: &SrcImage<'_>, cy: usize, skip: u32) {
     let ahead = MULTI_PREFETCH_AHEAD;
-    for g in &m.groups {
+    for (_, g) in m.groups.iter().enumerate().filter(|&(gi, _)| skip & (1 << gi) == 0) {
         let lead = comps[g.members[0]];
         let axis = usize::from(lead.chroma);
         let (rows, cols) = (&m.rows[axis], &m.cols[axis]);
@@ -255,9 +247,6 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         let mut ahead = Ahead { c, src, cy, next: 0, pieces };
         ahead.piece();
         if let Some(m) = &c.multi {
-            prefetch_multi(m, &c.comps, src, cy);
-        }
-        if let Some(m) = &c.multi {
             // The multi-tap filters: the horizontal pass by the level's blocks, the vertical by
             // the baseline loops (contiguous rows, vectorized at the driver's width).
             let vector =
@@ -288,7 +277,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 };
                 let takes = |g: usize| plans(g).is_some();
                 let mut packed = std::mem::take(&mut s.ring.packed_rows);
-                let horiz = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]]| {
+                let horiz = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize| {
                     let Some((plan, rest, compact)) = plans(g) else { return 0 };
                     let mut rows = rows;
                     let mut packed_rows: [&[u8]; baseline::ROWS_AT_ONCE] = [&[]; baseline::ROWS_AT_ONCE];
@@ -296,14 +285,18 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                         // Every other byte from the group's first, as the packed plans read.
                         let stride = packed.len() / baseline::ROWS_AT_ONCE;
                         for (i, row) in rows.iter().enumerate() {
-                            unsafe { avx512::pack_bytes(row, p.from, &mut packed[i * stride..][..p.len]) };
+                            unsafe {
+                                avx512::pack_bytes(row, p.from, &mut packed[i * stride..][..p.len], ahead)
+                            };
                         }
                         for (i, slot) in packed_rows.iter_mut().enumerate().take(rows.len()) {
                             *slot = &packed[i * stride..][..p.len];
                         }
                         rows = &packed_rows[..rows.len()];
                     }
-                    let done = unsafe { avx512::whole_bytes(rows, plan, out) };
+                    // The packed rows are the scratch's: the frame's lines were asked for above.
+                    let ahead = if compact.is_some() { 0 } else { ahead };
+                    let done = unsafe { avx512::whole_bytes(rows, plan, out, ahead) };
                     if !plan.rest.is_empty() {
                         unsafe { avx512::multitap_bytes(rows, rest, out, Some(&plan.rest)) };
                     }
@@ -335,10 +328,10 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 let wide = c.avx512();
                 // AVX-512: the 16-dword word blocks, packed where the group is; AVX2: 8 dwords.
                 let plan_of: RowsFirst = if wide { rows_first_avx512 } else { rows_first_w8 };
-                let vsum = |b: &[u8], stride, first, k: &[i16], span, sums: &mut [u16]| unsafe {
+                let vsum = |b: &[u8], stride, first, k: &[i16], span, sums: &mut [u16], ahead| unsafe {
                     match wide {
-                        true => avx512::box_sums(b, stride, first, k, span, sums),
-                        false => avx2::box_sums(b, stride, first, k, span, sums),
+                        true => avx512::box_sums(b, stride, first, k, span, sums, ahead),
+                        false => avx2::box_sums(b, stride, first, k, span, sums, ahead),
                     }
                 };
                 let pack = |v: &[u16], from, out: &mut [u16]| unsafe { avx512::pack_words(v, from, out) };
@@ -367,8 +360,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             }
             #[cfg(target_arch = "aarch64")]
             if c.neon() && !s.ring.sums.is_empty() {
-                let vsum = |b: &[u8], stride, first, k: &[i16], span, sums: &mut [u16]| unsafe {
-                    neon::box_sums(b, stride, first, k, span, sums)
+                let vsum = |b: &[u8], stride, first, k: &[i16], span, sums: &mut [u16], ahead| unsafe {
+                    neon::box_sums(b, stride, first, k, span, sums, ahead)
                 };
                 // (Only packed groups call it; NEON plans none.)
                 let pack = |_: &[u16], _, _: &mut [u16]| {};
@@ -391,6 +384,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 s.counts.sampled += made;
                 s.counts.rows_first += all;
             }
+            // The groups left to the loops below: their lines all at once, before the row.
+            prefetch_multi(m, &c.comps, src, cy, skip);
             s.counts.sampled += baseline::multitap_row(
                 m,
                 &c.comps,

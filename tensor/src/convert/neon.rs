@@ -548,7 +548,8 @@ pub(super) unsafe fn multitap_vertical(rows: &[*const f32], taps: VTaps<'_>, out
 
 /// An exact box's vertical sums (`avx512::box_sums` at sixteen samples a step): `sums[t] =
 /// Σ_j k[j] · bytes[(first + j) · stride + t]` for `t` in `lo..hi`, in u16 (the plan keeps the
-/// sums below 2^15).
+/// sums below 2^15); the lines `ahead` bytes on asked for as they are read
+/// (`baseline::ahead_bytes`; 0: none).
 ///
 /// # Safety
 /// NEON (architectural on aarch64).
@@ -559,6 +560,7 @@ pub(super) unsafe fn box_sums(
     k: &[i16],
     (lo, hi): (usize, usize),
     sums: &mut [u16],
+    ahead: usize,
 ) {
     if hi <= lo || k.is_empty() {
         return;
@@ -574,6 +576,10 @@ pub(super) unsafe fn box_sums(
         while t + 16 <= hi {
             let (mut a, mut b) = (vdupq_n_u16(0), vdupq_n_u16(0));
             for (j, &w) in k.iter().enumerate() {
+                if ahead != 0 && (t - lo).is_multiple_of(64) {
+                    let p = base.wrapping_add(j * stride + t + ahead);
+                    std::arch::asm!("prfm pldl1keep, [{0}]", in(reg) p, options(nostack, readonly, preserves_flags));
+                }
                 let v = vld1q_u8(base.add(j * stride + t));
                 let w = vdupq_n_u16(w as u16);
                 a = vmlaq_u16(a, vmovl_u8(vget_low_u8(v)), w);

@@ -246,7 +246,8 @@ pub(in crate::convert) unsafe fn multitap_vertical(
 }
 
 /// An exact box's vertical sums (`avx512::box_sums` at sixteen samples a step): `sums[t] =
-/// Σ_j k[j] · bytes[(first + j) · stride + t]` for `t` in `lo..hi`, in i16.
+/// Σ_j k[j] · bytes[(first + j) · stride + t]` for `t` in `lo..hi`, in i16; the lines `ahead`
+/// bytes on asked for as they are read (`baseline::ahead_bytes`; 0: none).
 ///
 /// # Safety
 /// The CPU has AVX2.
@@ -258,6 +259,7 @@ pub(in crate::convert) unsafe fn box_sums(
     k: &[i16],
     (lo, hi): (usize, usize),
     sums: &mut [u16],
+    ahead: usize,
 ) {
     if hi <= lo || k.is_empty() {
         return;
@@ -271,15 +273,18 @@ pub(in crate::convert) unsafe fn box_sums(
     // `avx512::box_sums`: the generic loop over the rows spent half of NV12's `area` on loop
     // control at this level.
     let t = match k.len() {
-        2 => box_sums_n::<2>(base, stride, k, lo, hi, sums.as_mut_ptr()),
-        3 => box_sums_n::<3>(base, stride, k, lo, hi, sums.as_mut_ptr()),
-        4 => box_sums_n::<4>(base, stride, k, lo, hi, sums.as_mut_ptr()),
+        2 => box_sums_n::<2>(base, stride, k, lo, hi, sums.as_mut_ptr(), ahead),
+        3 => box_sums_n::<3>(base, stride, k, lo, hi, sums.as_mut_ptr(), ahead),
+        4 => box_sums_n::<4>(base, stride, k, lo, hi, sums.as_mut_ptr(), ahead),
         _ => {
             let mut t = lo;
             while t + 16 <= hi {
                 unsafe {
                     let mut acc = _mm256_setzero_si256();
                     for (j, &w) in k.iter().enumerate() {
+                        if ahead != 0 && (t - lo).is_multiple_of(64) {
+                            ask(base.wrapping_add(j * stride + t + ahead));
+                        }
                         let v =
                             _mm256_cvtepu8_epi16(_mm_loadu_si128(base.add(j * stride + t) as *const __m128i));
                         acc = _mm256_add_epi16(acc, _mm256_mullo_epi16(v, _mm256_set1_epi16(w)));
@@ -300,6 +305,13 @@ pub(in crate::convert) unsafe fn box_sums(
     }
 }
 
+/// A line a later output row reads, into the second-level cache (as the driver's `prefetch`):
+/// a hint, it never faults.
+#[inline(always)]
+fn ask(p: *const u8) {
+    unsafe { _mm_prefetch::<_MM_HINT_T1>(p.cast()) };
+}
+
 /// `box_sums` over `N` rows, 16 samples per vector, whole vectors only; returns where it stopped.
 #[inline(always)]
 unsafe fn box_sums_n<const N: usize>(
@@ -309,6 +321,7 @@ unsafe fn box_sums_n<const N: usize>(
     lo: usize,
     hi: usize,
     out: *mut u16,
+    ahead: usize,
 ) -> usize {
     let w: [__m256i; N] = std::array::from_fn(|j| _mm256_set1_epi16(k[j]));
     let row: [*const u8; N] = std::array::from_fn(|j| unsafe { base.add(j * stride) });
@@ -322,6 +335,12 @@ unsafe fn box_sums_n<const N: usize>(
     };
     let mut t = lo;
     while t + 32 <= hi {
+        // Every other step: one line (outside `sum`, which stays inlined with AVX2).
+        if ahead != 0 && (t - lo).is_multiple_of(64) {
+            for r in row {
+                ask(r.wrapping_add(t + ahead));
+            }
+        }
         unsafe {
             _mm256_storeu_si256(out.add(t) as *mut __m256i, sum(t));
             _mm256_storeu_si256(out.add(t + 16) as *mut __m256i, sum(t + 16));

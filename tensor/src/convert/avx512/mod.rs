@@ -2,7 +2,7 @@
 //! group's `Permute` plan (one `vpermt2b` per component and block), and the fused finish with the
 //! 8-bit interleave as one `vpermb` over the packed channels, the float32 one as two-source
 //! permutes, and the row's last columns under masks instead of a scalar tail. The multi-tap
-//! filters' kernels are in `taps.rs`.
+//! filters' kernels are in `taps.rs`, an exact box's in `boxes.rs`.
 
 #![allow(clippy::needless_range_loop)]
 
@@ -13,10 +13,11 @@ use super::finish::{
 use super::plan::{group_dispatch, group_tail, Group, Permute, WEIGHT_UNIT};
 use std::arch::x86_64::*;
 
+mod boxes;
 mod taps;
+pub(super) use boxes::{box_blocks, box_sums, pack_words};
 pub(super) use taps::{
-    box_blocks, box_sums, multitap, multitap_bytes, multitap_vertical, pack_bytes, pack_words,
-    vertical_bytes, whole, whole_bytes,
+    multitap, multitap_bytes, multitap_vertical, pack_bytes, vertical_bytes, whole, whole_bytes,
 };
 
 /// The CPU has what the kernels here use (`vpermb` is VBMI).

@@ -1,6 +1,7 @@
 //! The AVX-512 level's multi-tap kernels (`area`, `bilinear-antialias`, the bicubics): the
 //! horizontal blocks over bytes (2^-22 and 2^-14 weights in dword lanes), PIL's whole weights in
-//! word lanes, an exact box's row sums and the blocks across them, and the vertical pass.
+//! word lanes, and the vertical pass; an exact box's row sums and the blocks across them are in
+//! `boxes.rs`.
 
 #![allow(clippy::needless_range_loop)]
 
@@ -193,7 +194,7 @@ unsafe fn multitap_blocks<
 /// reading the targets per block): one member's sixteen outputs, two members' eight, or each
 /// member's four. The 2^-22/2^-14 blocks and the rows-first box blocks store alike.
 #[inline(always)]
-unsafe fn store_lanes<const M: usize>(out: &[*mut f32; 4], b: usize, v: __m512) {
+pub(super) unsafe fn store_lanes<const M: usize>(out: &[*mut f32; 4], b: usize, v: __m512) {
     unsafe {
         match M {
             1 => _mm512_storeu_ps(out[0].add(16 * b), v),
@@ -215,156 +216,11 @@ unsafe fn store_lanes<const M: usize>(out: &[*mut f32; 4], b: usize, v: __m512) 
     }
 }
 
-/// An exact box's vertical sums (`plan::EXACT_MAX`): `sums[t] = Σ_j k[j] · bytes[(first + j) ·
-/// stride + t]` for `t` in `lo..hi`, in i16 (the plan keeps `Σ k · 255` below 2^15), the last
-/// samples under a mask. Two to four rows (the 2×–3× downscales) have their own loops, weights in
-/// registers and 64 samples a step: one generic loop over the rows per 32 samples spent a third
-/// of a 1080p NV12 frame on loop control.
-///
-/// # Safety
-/// The CPU has AVX-512 (F, BW, VL).
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-pub(in crate::convert) unsafe fn box_sums(
-    bytes: &[u8],
-    stride: usize,
-    first: usize,
-    k: &[i16],
-    (lo, hi): (usize, usize),
-    sums: &mut [u16],
-) {
-    if hi <= lo || k.is_empty() {
-        return;
-    }
-    assert!(
-        (first + k.len() - 1) * stride + hi <= bytes.len() && hi <= sums.len(),
-        "sums stay inside the rows"
-    );
-    let base = bytes.as_ptr().add(first * stride);
-    let out = sums.as_mut_ptr();
-    match k.len() {
-        2 => box_sums_n::<2>(base, stride, k, lo, hi, out),
-        3 => box_sums_n::<3>(base, stride, k, lo, hi, out),
-        4 => box_sums_n::<4>(base, stride, k, lo, hi, out),
-        _ => {
-            let mut t = lo;
-            while t < hi {
-                let mask: __mmask32 = if hi - t >= 32 { u32::MAX } else { (1u32 << (hi - t)) - 1 };
-                let mut acc = _mm512_setzero_si512();
-                for (j, &w) in k.iter().enumerate() {
-                    let v = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(
-                        mask,
-                        base.add(j * stride + t) as *const i8,
-                    ));
-                    acc = _mm512_add_epi16(acc, _mm512_mullo_epi16(v, _mm512_set1_epi16(w)));
-                }
-                _mm512_mask_storeu_epi16(out.add(t) as *mut i16, mask, acc);
-                t += 32;
-            }
-        }
-    }
-}
-
+/// A line a later output row reads, into the second-level cache (as the driver's `prefetch`):
+/// a hint, it never faults.
 #[inline(always)]
-unsafe fn box_sums_n<const N: usize>(
-    base: *const u8,
-    stride: usize,
-    k: &[i16],
-    lo: usize,
-    hi: usize,
-    out: *mut u16,
-) {
-    let w: [__m512i; N] = std::array::from_fn(|j| _mm512_set1_epi16(k[j]));
-    let row: [*const u8; N] = std::array::from_fn(|j| base.add(j * stride));
-    let sum = |t: usize, mask: __mmask32| {
-        let mut acc = _mm512_setzero_si512();
-        for j in 0..N {
-            let v = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, row[j].add(t) as *const i8));
-            acc = _mm512_add_epi16(acc, _mm512_mullo_epi16(v, w[j]));
-        }
-        acc
-    };
-    let mut t = lo;
-    while t + 64 <= hi {
-        let (a, b) = (sum(t, u32::MAX), sum(t + 32, u32::MAX));
-        _mm512_storeu_si512(out.add(t) as *mut _, a);
-        _mm512_storeu_si512(out.add(t + 32) as *mut _, b);
-        t += 64;
-    }
-    while t < hi {
-        let mask: __mmask32 = if hi - t >= 32 { u32::MAX } else { (1u32 << (hi - t)) - 1 };
-        _mm512_mask_storeu_epi16(out.add(t) as *mut i16, mask, sum(t, mask));
-        t += 32;
-    }
-}
-
-/// The horizontal pass of an exact box over its vertical sums (`box_sums`, a row of u16 samples)
-/// for one group's `w16` blocks: per block and tap pair one `vpermt2b` of the 32 or 64 samples'
-/// window and one `pmaddwd` with the whole weights, exact in i32; each output the sum times `inv`
-/// (`1 / (K_x · K_y)`, the value the filter-across-first levels reach: see `MultiTap::scale`),
-/// stored by the lanes' rule of `multitap`. Returns the outputs each member has.
-///
-/// # Safety
-/// The CPU has AVX-512 (F, BW, VBMI); `out` holds the group's members' rows (null past them), each
-/// `plan.done` writable values.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
-pub(in crate::convert) unsafe fn box_blocks(
-    sums: &[u16],
-    plan: &Blocks,
-    inv: f32,
-    out: [*mut f32; 4],
-) -> usize {
-    assert!(plan.words && plan.reach <= sums.len(), "loads stay inside the sums");
-    let members = out.iter().take_while(|p| !p.is_null()).count();
-    macro_rules! go {
-        ($narrow:expr) => {
-            match members {
-                1 => box_blocks_m::<$narrow, 1>(sums, plan, inv, out),
-                2 => box_blocks_m::<$narrow, 2>(sums, plan, inv, out),
-                3 => box_blocks_m::<$narrow, 3>(sums, plan, inv, out),
-                _ => box_blocks_m::<$narrow, 4>(sums, plan, inv, out),
-            }
-        };
-    }
-    match plan.narrow {
-        true => go!(true),
-        false => go!(false),
-    }
-}
-
-#[inline(always)]
-unsafe fn box_blocks_m<const NARROW: bool, const M: usize>(
-    sums: &[u16],
-    plan: &Blocks,
-    inv: f32,
-    out: [*mut f32; 4],
-) -> usize {
-    let pairs = plan.pairs;
-    let blocks = plan.targets.len().min(plan.bases.len());
-    assert!(plan.c64.len() >= blocks * pairs && plan.hi.len() >= blocks * pairs * 16);
-    let (weights, controls) = (plan.hi.as_ptr(), plan.c64.as_ptr());
-    let inv = _mm512_set1_ps(inv);
-    let row = sums.as_ptr();
-    for b in 0..blocks {
-        unsafe {
-            let base = *plan.bases.get_unchecked(b) as usize;
-            let a = _mm512_loadu_si512(row.add(base) as *const _);
-            let c = if NARROW { a } else { _mm512_loadu_si512(row.add(base + 32) as *const _) };
-            let mut s = _mm512_setzero_si512();
-            for p in 0..pairs {
-                let at = b * pairs + p;
-                let ctl = _mm512_load_si512(controls.add(at) as *const _);
-                let w = _mm512_loadu_si512(weights.add(16 * at) as *const _);
-                let t = match NARROW {
-                    true => _mm512_permutexvar_epi8(ctl, a),
-                    false => _mm512_permutex2var_epi8(a, ctl, c),
-                };
-                s = _mm512_add_epi32(s, _mm512_madd_epi16(t, w));
-            }
-            let v = _mm512_mul_ps(_mm512_cvtepi32_ps(s), inv);
-            store_lanes::<M>(&out, b, v);
-        }
-    }
-    plan.done
+pub(super) fn ask(p: *const u8) {
+    unsafe { _mm_prefetch::<_MM_HINT_T1>(p.cast()) };
 }
 
 /// A multi-tap filter's vertical pass at sixteen lanes (`avx2::multitap_vertical` at twice the
@@ -472,22 +328,33 @@ pub(in crate::convert) unsafe fn multitap_vertical(
 /// them), each `plan.done` writable values.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
 pub(in crate::convert) unsafe fn whole(rows: &[&[u8]], plan: &Whole, out: &[[*mut f32; 4]]) -> usize {
-    unsafe { whole_to::<false>(rows, plan, out) }
+    unsafe { whole_to::<false>(rows, plan, out, 0) }
 }
 
-/// `whole` into rows of bytes (`baseline::pil8_row`).
+/// `whole` into rows of bytes (`baseline::pil8_row`), each block's window asked for again
+/// `ahead` bytes on (`baseline::ahead_bytes`; 0: none).
 ///
 /// # Safety
 /// As `whole`, each row `plan.done` writable bytes.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
-pub(in crate::convert) unsafe fn whole_bytes(rows: &[&[u8]], plan: &Whole, out: &[[*mut u8; 4]]) -> usize {
+pub(in crate::convert) unsafe fn whole_bytes(
+    rows: &[&[u8]],
+    plan: &Whole,
+    out: &[[*mut u8; 4]],
+    ahead: usize,
+) -> usize {
     // The same pointers, cast back to bytes where the kernel stores.
     let out = unsafe { std::slice::from_raw_parts(out.as_ptr() as *const [*mut f32; 4], out.len()) };
-    unsafe { whole_to::<true>(rows, plan, out) }
+    unsafe { whole_to::<true>(rows, plan, out, ahead) }
 }
 
 #[inline(always)]
-unsafe fn whole_to<const BYTES: bool>(rows: &[&[u8]], plan: &Whole, out: &[[*mut f32; 4]]) -> usize {
+unsafe fn whole_to<const BYTES: bool>(
+    rows: &[&[u8]],
+    plan: &Whole,
+    out: &[[*mut f32; 4]],
+    ahead: usize,
+) -> usize {
     assert!(
         rows.len() == out.len() && rows.iter().all(|r| plan.reach <= r.len()),
         "loads stay inside the rows"
@@ -496,9 +363,9 @@ unsafe fn whole_to<const BYTES: bool>(rows: &[&[u8]], plan: &Whole, out: &[[*mut
     macro_rules! by_rows {
         ($narrow:expr, $m:expr) => {
             match rows.len() {
-                1 => whole_blocks::<$narrow, $m, 1, BYTES>(rows, plan, out),
-                2 => whole_blocks::<$narrow, $m, 2, BYTES>(rows, plan, out),
-                _ => whole_blocks::<$narrow, $m, 3, BYTES>(rows, plan, out),
+                1 => whole_blocks::<$narrow, $m, 1, BYTES>(rows, plan, out, ahead),
+                2 => whole_blocks::<$narrow, $m, 2, BYTES>(rows, plan, out, ahead),
+                _ => whole_blocks::<$narrow, $m, 3, BYTES>(rows, plan, out, ahead),
             }
         };
     }
@@ -523,6 +390,7 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize, const
     rows: &[&[u8]],
     plan: &Whole,
     out: &[[*mut f32; 4]],
+    ahead: usize,
 ) -> usize {
     assert!(rows.len() >= R && out.len() >= R && (1..=3).contains(&R));
     let pairs = plan.pairs;
@@ -531,11 +399,20 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize, const
     assert!(plan.d.len() >= blocks && plan.mul.len() >= blocks && plan.shift.len() >= blocks);
     let row: [*const u8; R] = std::array::from_fn(|i| rows[i].as_ptr());
     for b in 0..blocks {
+        let base = *plan.bases.get_unchecked(b) as usize;
+        // Every block's window, whole or not: the rows' lines in order, a few per block.
+        if ahead != 0 {
+            for r in row {
+                ask(r.wrapping_add(base + ahead));
+                if !NARROW {
+                    ask(r.wrapping_add(base + 64 + ahead));
+                }
+            }
+        }
         if !*plan.whole.get_unchecked(b) {
             continue;
         }
         unsafe {
-            let base = *plan.bases.get_unchecked(b) as usize;
             let a: [__m512i; R] = std::array::from_fn(|i| _mm512_loadu_si512(row[i].add(base) as *const _));
             let c: [__m512i; R] = std::array::from_fn(|i| match NARROW {
                 true => a[i],
@@ -682,12 +559,13 @@ pub(in crate::convert) unsafe fn vertical_bytes(
 }
 
 /// A packed row (`plan::Compact`): `out[j] = row[from + 2j]` for `j < out.len()`, 64 bytes per
-/// step from 128 by one `vpermt2b`, the last loads under masks.
+/// step from 128 by one `vpermt2b`, the last loads under masks; the lines `ahead` bytes on are
+/// asked for as it goes (`baseline::ahead_bytes`; 0: none).
 ///
 /// # Safety
 /// The CPU has AVX-512 (F, BW, VBMI).
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-pub(in crate::convert) unsafe fn pack_bytes(row: &[u8], from: usize, out: &mut [u8]) {
+pub(in crate::convert) unsafe fn pack_bytes(row: &[u8], from: usize, out: &mut [u8], ahead: usize) {
     assert!(from + 2 * out.len() <= row.len() + 1, "the packed samples are in the row");
     let idx = _mm512_set_epi8(
         126, 124, 122, 120, 118, 116, 114, 112, 110, 108, 106, 104, 102, 100, 98, 96, 94, 92, 90, 88, 86, 84,
@@ -705,6 +583,10 @@ pub(in crate::convert) unsafe fn pack_bytes(row: &[u8], from: usize, out: &mut [
     while j + 64 <= out.len() && from + 2 * j + 128 <= row.len() {
         unsafe {
             let at = row.as_ptr().add(from + 2 * j);
+            if ahead != 0 {
+                ask(at.wrapping_add(ahead));
+                ask(at.wrapping_add(ahead + 64));
+            }
             let v = _mm512_permutex2var_epi8(
                 _mm512_loadu_si512(at as *const _),
                 idx,
@@ -723,49 +605,6 @@ pub(in crate::convert) unsafe fn pack_bytes(row: &[u8], from: usize, out: &mut [
             let left = out.len() - j;
             let keep: __mmask64 = if left >= 64 { u64::MAX } else { (1u64 << left) - 1 };
             _mm512_mask_storeu_epi8(out.as_mut_ptr().add(j) as *mut i8, keep, v);
-        }
-    }
-}
-
-/// `pack_bytes` for a row of sums: `out[j] = v[from + 2j]`, 32 per step by one `vpermt2w`.
-///
-/// # Safety
-/// The CPU has AVX-512 (F, BW).
-#[target_feature(enable = "avx512f,avx512bw")]
-pub(in crate::convert) unsafe fn pack_words(v: &[u16], from: usize, out: &mut [u16]) {
-    assert!(from + 2 * out.len() <= v.len() + 1, "the packed sums are in the row");
-    let idx = _mm512_set_epi16(
-        62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26, 24, 22, 20, 18, 16, 14,
-        12, 10, 8, 6, 4, 2, 0,
-    );
-    let mask = |at: usize| -> __mmask32 {
-        match v.len().saturating_sub(at) {
-            n if n >= 32 => u32::MAX,
-            n => (1u32 << n) - 1,
-        }
-    };
-    let mut j = 0;
-    while j + 32 <= out.len() && from + 2 * j + 64 <= v.len() {
-        unsafe {
-            let at = v.as_ptr().add(from + 2 * j);
-            let p = _mm512_permutex2var_epi16(
-                _mm512_loadu_si512(at as *const _),
-                idx,
-                _mm512_loadu_si512(at.add(32) as *const _),
-            );
-            _mm512_storeu_si512(out.as_mut_ptr().add(j) as *mut _, p);
-        }
-        j += 32;
-    }
-    for j in (j..out.len()).step_by(32) {
-        unsafe {
-            let at = from + 2 * j;
-            let a = _mm512_maskz_loadu_epi16(mask(at), v.as_ptr().wrapping_add(at) as *const i16);
-            let b = _mm512_maskz_loadu_epi16(mask(at + 32), v.as_ptr().wrapping_add(at + 32) as *const i16);
-            let p = _mm512_permutex2var_epi16(a, idx, b);
-            let left = out.len() - j;
-            let keep: __mmask32 = if left >= 32 { u32::MAX } else { (1u32 << left) - 1 };
-            _mm512_mask_storeu_epi16(out.as_mut_ptr().add(j) as *mut i16, keep, p);
         }
     }
 }
