@@ -740,3 +740,47 @@ pub(super) enum VTaps<'a> {
     Float(&'a [f32], f32),
     Pil(&'a [i32], Option<(&'a [i16], u8)>),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::plan::{multi_axis, Filter};
+    use super::{ahead_bytes, MULTI_PREFETCH_AHEAD};
+    use crate::preprocess::Interpolation;
+
+    /// The distance points at the first row output row `cy + MULTI_PREFETCH_AHEAD` reads, and is
+    /// 0 where that row's taps pass the plane's last row or there is no such output row.
+    #[test]
+    fn ahead_bytes_points_at_the_rows_two_outputs_on() {
+        let stride = 1920;
+        for interp in [Interpolation::Area, Interpolation::BilinearAntialias] {
+            // 1080 rows to 360 (3×) and 900 to 360 (2.5×), every source row available.
+            for (rows, n) in [(1080, 360), (900, 360)] {
+                let t = multi_axis(n, 0, rows, 1, 0, rows - 1, Filter::of(interp, true).unwrap(), 0.0);
+                let len = rows * stride;
+                let mut pointed = 0;
+                for cy in 0..n {
+                    let a = ahead_bytes(&t, cy, stride, len);
+                    let Some(&on) = t.first.get(cy + MULTI_PREFETCH_AHEAD) else {
+                        assert_eq!(a, 0, "no output row {} ahead of {cy}", cy + MULTI_PREFETCH_AHEAD);
+                        continue;
+                    };
+                    if a == 0 {
+                        continue;
+                    }
+                    pointed += 1;
+                    assert_eq!(a % stride, 0);
+                    assert_eq!(t.first[cy] as usize + a / stride, on as usize, "{interp:?} {rows} row {cy}");
+                    assert!((on as usize + t.taps - 1) * stride < len, "inside the plane");
+                }
+                assert!(pointed >= n - 2 * MULTI_PREFETCH_AHEAD - t.taps, "{interp:?} {rows}: {pointed}");
+                // A plane that ends before the last rows' taps: no distance reaches past it.
+                let short = (t.first[n / 2] as usize + 1) * stride;
+                for cy in 0..n {
+                    let a = ahead_bytes(&t, cy, stride, short);
+                    let rows_read = t.first[cy] as usize + a / stride + t.taps - 1;
+                    assert!(a == 0 || rows_read * stride < short, "{interp:?} row {cy}");
+                }
+            }
+        }
+    }
+}

@@ -107,12 +107,12 @@ const PREFETCH_AHEAD: usize = 2;
 /// output row before it was requested then. This call asks for part `piece`: the same share of
 /// every row's lines.
 #[inline(always)]
-fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize, piece: usize, pieces: usize) {
+fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize, piece: usize, pieces: usize, skip: u8) {
     let ahead = cy + PREFETCH_AHEAD;
     if ahead >= c.content.rect.height {
         return;
     }
-    for p in 0..c.format.num_planes() {
+    for p in (0..c.format.num_planes()).filter(|&p| skip & (1 << p) == 0) {
         let (lo, hi) = c.plane_window[p];
         if hi <= lo {
             continue;
@@ -173,6 +173,63 @@ fn prefetch_multi(m: &MultiTap, comps: &[Comp], src: &SrcImage<'_>, cy: usize, s
     }
 }
 
+/// Plane `p`'s two source rows for output row `cy` where the level's kernels read them straight
+/// (from the window's first byte, with the vertical weight and whether the plane's shuffle plans
+/// fit): with AVX2, where the taps are dense (shuffle plan) or sparse (a quarter of the window or
+/// less) — by byte shuffles, or a dword gather per tap bringing every component of a pixel or U
+/// and V together, blended at output width; with NEON, by its shuffle plans. `None`: the rows are
+/// blended first.
+#[inline(always)]
+fn direct_rows<'a>(c: &Converter, src: &SrcImage<'a>, p: usize, cy: usize) -> Option<DirectRows<'a>> {
+    let (lo, hi) = c.plane_window[p];
+    if hi <= lo {
+        return None;
+    }
+    let axis = if c.plane_chroma_rows[p] { &c.rows_chroma } else { &c.rows_luma };
+    let (bytes, stride) = src.planes[p];
+    let (s0, s1) = (axis.i0[cy] * stride, axis.i1[cy] * stride);
+    let w = axis.w[cy];
+    // Dword gathers read up to 3 bytes past a plane's last tap, shuffles up to 15: only where
+    // the rows have them.
+    let end = s0.max(s1) + lo;
+    let shuffled = c.plane_shuffled[p].is_some_and(|reach| end + reach <= bytes.len());
+    // NEON has no gathers: only the shuffle plans read the frame straight.
+    #[cfg(target_arch = "aarch64")]
+    let direct_ok = c.neon() && shuffled;
+    #[cfg(not(target_arch = "aarch64"))]
+    let direct_ok =
+        c.avx2() && (shuffled || (end + (hi - lo) + 3 <= bytes.len() && (w == 0.0 || c.plane_downscaled[p])));
+    direct_ok.then(|| (&bytes[s0 + lo..], &bytes[s1 + lo..], w, shuffled))
+}
+
+/// How far past the first source row (`i0`) of output row `cy` in plane `p` lie the rows output
+/// row `cy + PREFETCH_AHEAD` reads that the row before it did not, in bytes (0: none; the second
+/// for a second row). The kernels that read a row straight (`direct_rows`) ask for each block's
+/// lines again at these distances: the next rows' lines come a few at a time among the loads.
+/// In parts between the kernels (`Ahead`) they still held the line-fill buffers on the Intel
+/// Xeon of docs/benchmarks.md; engine, uint8, AVX-512, NV12 / YUY2 / RGBA, in parts → among the
+/// loads: hot 0.253 → 0.227 / 0.227 → 0.218 / 0.277 → 0.257 ms, 8 rotating frames 0.253 → 0.237 /
+/// 0.229 → 0.221 / 0.293 → 0.258, 32 rotating 0.296 → 0.283 / 0.288 → 0.269 / 0.453 → 0.378.
+fn sample_ahead(c: &Converter, src: &SrcImage<'_>, p: usize, cy: usize) -> [usize; 2] {
+    let ahead = cy + PREFETCH_AHEAD;
+    if ahead >= c.content.rect.height {
+        return [0; 2];
+    }
+    let axis = if c.plane_chroma_rows[p] { &c.rows_chroma } else { &c.rows_luma };
+    let (i0, i1, w) = (axis.i0[ahead], axis.i1[ahead], axis.w[ahead]);
+    if axis.i0[ahead - 1] == i0 && axis.i1[ahead - 1] == i1 {
+        return [0; 2];
+    }
+    let (bytes, stride) = src.planes[p];
+    let at = axis.i0[cy];
+    let last = if w != 0.0 { i0.max(i1) } else { i0 };
+    if (last + 1) * stride > bytes.len() + stride || i0 < at {
+        return [0; 2];
+    }
+    let second = if w != 0.0 && i1 != i0 && i1 > at { (i1 - at) * stride } else { 0 };
+    [(i0 - at) * stride, second]
+}
+
 /// The next output row's source lines asked for in parts, one before each group's sampling and
 /// the last before the finish, rather than all at once before the row. A request that misses the
 /// first-level cache holds a line-fill buffer until its line arrives; a whole row's worth at once
@@ -188,6 +245,8 @@ struct Ahead<'a> {
     cy: usize,
     next: usize,
     pieces: usize,
+    /// Planes whose kernels ask for their lines themselves (bit `p`).
+    skip: u8,
 }
 
 impl Ahead<'_> {
@@ -195,7 +254,7 @@ impl Ahead<'_> {
     #[inline(always)]
     fn piece(&mut self) {
         if self.next < self.pieces {
-            prefetch_ahead(self.c, self.src, self.cy, self.next, self.pieces);
+            prefetch_ahead(self.c, self.src, self.cy, self.next, self.pieces, self.skip);
             self.next += 1;
         }
     }
@@ -243,8 +302,19 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
     for y in rows.start.max(content.start)..rows.end.min(content.end) {
         let cy = y - rect.y;
         // Bilinear and nearest: the next rows' lines in parts (`Ahead`), one now.
-        let pieces = if c.multi.is_none() { c.groups.len() + 1 } else { 0 };
-        let mut ahead = Ahead { c, src, cy, next: 0, pieces };
+        // Bilinear and nearest: the planes the kernels read straight from the frame, which ask
+        // for the next rows' lines among their loads (`sample_ahead`); the other planes' lines in
+        // parts (`Ahead`), one now.
+        let mut direct: [Option<DirectRows<'_>>; 3] = [None; 3];
+        if c.multi.is_none() {
+            for (p, d) in direct.iter_mut().enumerate().take(c.format.num_planes()) {
+                *d = direct_rows(c, src, p, cy);
+            }
+        }
+        let skip = (0..3).filter(|&p| direct[p].is_some()).fold(0u8, |m, p| m | 1 << p);
+        let blended = (0..c.format.num_planes()).any(|p| skip & (1 << p) == 0);
+        let pieces = if c.multi.is_none() && blended { c.groups.len() + 1 } else { 0 };
+        let mut ahead = Ahead { c, src, cy, next: 0, pieces, skip };
         ahead.piece();
         if let Some(m) = &c.multi {
             // The multi-tap filters: the horizontal pass by the level's blocks, the vertical by
@@ -398,38 +468,19 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 vertical,
             );
         } else {
-            // Per plane, one of two orders. With AVX2, where the taps are dense (shuffle plan) or
-            // sparse (a quarter of the window or less), they are read straight from the two source
-            // rows' bytes — by byte shuffles, or a dword gather per tap bringing every component of a
-            // pixel or U and V together — and blended at output width; otherwise the two rows are
-            // first blended at window width into f32 and the taps gathered from that.
-            let mut direct: [Option<DirectRows<'_>>; 3] = [None; 3];
+            // Per plane, one of two orders (`direct_rows`): read straight from the two source
+            // rows' bytes by the level's kernels, or the two rows first blended at window width
+            // into f32 and the taps gathered from that.
             for p in 0..c.format.num_planes() {
                 let (lo, hi) = c.plane_window[p];
-                if hi <= lo {
+                if hi <= lo || direct[p].is_some() {
                     continue;
                 }
                 let axis = if c.plane_chroma_rows[p] { &c.rows_chroma } else { &c.rows_luma };
                 let (bytes, stride) = src.planes[p];
                 let (s0, s1) = (axis.i0[cy] * stride, axis.i1[cy] * stride);
-                let w = axis.w[cy];
-                // Dword gathers read up to 3 bytes past a plane's last tap, shuffles up to 15: only
-                // where the rows have them.
-                let end = s0.max(s1) + lo;
-                let shuffled = c.plane_shuffled[p].is_some_and(|reach| end + reach <= bytes.len());
-                // NEON has no gathers: only the shuffle plans read the frame straight.
-                #[cfg(target_arch = "aarch64")]
-                let direct_ok = c.neon() && shuffled;
-                #[cfg(not(target_arch = "aarch64"))]
-                let direct_ok = c.avx2()
-                    && (shuffled
-                        || (end + (hi - lo) + 3 <= bytes.len() && (w == 0.0 || c.plane_downscaled[p])));
-                if direct_ok {
-                    direct[p] = Some((&bytes[s0 + lo..], &bytes[s1 + lo..], w, shuffled));
-                    continue;
-                }
                 let (r0, r1) = (&bytes[s0 + lo..s0 + hi], &bytes[s1 + lo..s1 + hi]);
-                baseline::blend_rows(r0, r1, w, &mut s.vrows[p][..hi - lo]);
+                baseline::blend_rows(r0, r1, axis.w[cy], &mut s.vrows[p][..hi - lo]);
             }
             #[cfg(target_arch = "x86_64")]
             for g in &c.groups {
@@ -440,20 +491,21 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                         (&c.weights_luma, c.luma_on_samples)
                     };
                     let wq = if g.chroma { &c.wq_chroma } else { &c.wq_luma };
+                    let next = sample_ahead(c, src, g.plane, cy);
                     let columns = match (&g.permute, &g.shuffle) {
                         (Some(plan), _) if c.avx512() && plan.reach <= r0.len().min(r1.len()) => unsafe {
-                            avx512::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps)
+                            avx512::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps, next)
                         },
                         (_, Some(plan)) if shuffled => {
                             assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
-                            unsafe { avx2::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps) }
+                            unsafe { avx2::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps, next) }
                         }
                         _ => {
                             assert!(
                                 g.max as usize + 4 <= r0.len().min(r1.len()),
                                 "dword gathers stay inside the rows"
                             );
-                            unsafe { avx2::gather(r0, r1, wy, g, wx, single, &mut s.comps) }
+                            unsafe { avx2::gather(r0, r1, wy, g, wx, single, &mut s.comps, next) }
                         }
                     };
                     s.counts.sampled += (columns * g.members.len()) as u64;
@@ -470,7 +522,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                         (&c.weights_luma, c.luma_on_samples)
                     };
                     let wq = if g.chroma { &c.wq_chroma } else { &c.wq_luma };
-                    let columns = neon::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps);
+                    let next = sample_ahead(c, src, g.plane, cy);
+                    let columns = neon::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps, next);
                     s.counts.sampled += (columns * g.members.len()) as u64;
                 }
                 ahead.piece();

@@ -43,6 +43,7 @@ pub(super) fn sample(
     wq: &[u32],
     single: bool,
     out: &mut [Vec<f32>; 4],
+    ahead: [usize; 2],
 ) -> usize {
     assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
     let blocks = group_dispatch!(
@@ -51,12 +52,20 @@ pub(super) fn sample(
         g.members.len(),
         single,
         wy != 0.0,
-        (r0, r1, wy, g, plan, wq, out)
+        (r0, r1, wy, g, plan, wq, out, ahead)
     );
     let n = g.i0.len().min(g.i1.len()).min(wx.len());
     let blocks = blocks.min(n / 8);
     group_tail(r0, r1, wy, g, wx, 8 * blocks..n, out);
     8 * blocks
+}
+
+/// A line a later output row reads (as the driver's `prefetch`): a hint, it never faults.
+#[inline(always)]
+fn ask(p: *const u8) {
+    unsafe {
+        std::arch::asm!("prfm pldl1keep, [{0}]", in(reg) p, options(nostack, readonly, preserves_flags))
+    };
 }
 
 /// The blocks of eight outputs of one group, `P` vectors of windows (see `Shuffle`: 1, two
@@ -69,6 +78,7 @@ pub(super) fn sample(
 /// # Safety
 /// `plan.reach` bytes are readable from `r0` and (with `TWO`) `r1`.
 #[inline(never)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, const TWO: bool>(
     r0: &[u8],
     r1: &[u8],
@@ -77,6 +87,7 @@ unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, cons
     plan: &Shuffle,
     wq: &[u32],
     out: &mut [Vec<f32>; 4],
+    ahead: [usize; 2],
 ) -> usize {
     assert!(g.members.len() >= M && (1..=4).contains(&M) && matches!(P, 1 | 2 | 4));
     assert!(plan.reach <= r0.len() && (!TWO || plan.reach <= r1.len()), "loads stay inside the rows");
@@ -95,6 +106,11 @@ unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, cons
     for b in 0..blocks {
         unsafe {
             let w = *bases.add(b);
+            // The block's first and last windows at each distance (`avx2::sample`'s lines).
+            for d in ahead.into_iter().filter(|&d| d != 0) {
+                ask(r0.as_ptr().wrapping_add(w[0] as usize + d));
+                ask(r0.as_ptr().wrapping_add(w[2 * P - 1] as usize + 15 + d));
+            }
             // Window i of the block (2P of them); the plan keeps every base + 16 within `reach`.
             let mut v0 = [vdupq_n_u8(0); 8];
             let mut v1 = [vdupq_n_u8(0); 8];
@@ -577,8 +593,7 @@ pub(super) unsafe fn box_sums(
             let (mut a, mut b) = (vdupq_n_u16(0), vdupq_n_u16(0));
             for (j, &w) in k.iter().enumerate() {
                 if ahead != 0 && (t - lo).is_multiple_of(64) {
-                    let p = base.wrapping_add(j * stride + t + ahead);
-                    std::arch::asm!("prfm pldl1keep, [{0}]", in(reg) p, options(nostack, readonly, preserves_flags));
+                    ask(base.wrapping_add(j * stride + t + ahead));
                 }
                 let v = vld1q_u8(base.add(j * stride + t));
                 let w = vdupq_n_u16(w as u16);

@@ -14,6 +14,7 @@ use super::plan::{group_dispatch, group_tail, Group, Shuffle, WEIGHT_UNIT};
 use std::arch::x86_64::*;
 
 mod taps;
+use taps::ask;
 pub(super) use taps::{box_blocks, box_sums, multitap, multitap_vertical};
 
 /// The CPU has what the kernels here use.
@@ -133,6 +134,7 @@ pub(super) unsafe fn horizontal_pairs(
 /// a dword gather per tap per row brings every member (member `m` is byte `shift` of it), then the
 /// horizontal and vertical blends run at output width.
 #[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn gather(
     r0: &[u8],
     r1: &[u8],
@@ -141,6 +143,7 @@ pub(super) unsafe fn gather(
     wx: &[f32],
     single: bool,
     out: &mut [Vec<f32>; 4],
+    ahead: [usize; 2],
 ) -> usize {
     use std::arch::x86_64::*;
     let n = g.i0.len().min(g.i1.len()).min(wx.len());
@@ -152,6 +155,15 @@ pub(super) unsafe fn gather(
     let mut x = 0;
     while x < lanes {
         unsafe {
+            // The lines from the block's first tap to its last, at each distance.
+            let (first, last) = (*g.i0.get_unchecked(x) as usize, *g.i1.get_unchecked(x + 7) as usize + 3);
+            for d in ahead.into_iter().filter(|&d| d != 0) {
+                let mut at = first;
+                while at <= last {
+                    ask(r0.as_ptr().wrapping_add(at + d));
+                    at += 64;
+                }
+            }
             let ia = _mm256_loadu_si256(g.i0.as_ptr().add(x) as *const __m256i);
             let ib = _mm256_loadu_si256(g.i1.as_ptr().add(x) as *const __m256i);
             let wxv = _mm256_loadu_ps(wx.as_ptr().add(x));
@@ -204,6 +216,7 @@ pub(super) unsafe fn sample(
     wq: &[u32],
     single: bool,
     out: &mut [Vec<f32>; 4],
+    ahead: [usize; 2],
 ) -> usize {
     let blocks = group_dispatch!(
         shuffle_blocks,
@@ -211,7 +224,7 @@ pub(super) unsafe fn sample(
         g.members.len(),
         single,
         wy != 0.0,
-        (r0, r1, wy, g, plan, wq, out)
+        (r0, r1, wy, g, plan, wq, out, ahead)
     );
     let n = g.i0.len().min(g.i1.len()).min(wx.len());
     let blocks = blocks.min(n / 8);
@@ -401,6 +414,7 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
 /// four of two, OR-ed), `M` members, taps on samples (`SINGLE`) or not, one source row or two
 /// (`TWO`); returns how many blocks it wrote.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, const TWO: bool>(
     r0: &[u8],
     r1: &[u8],
@@ -409,6 +423,7 @@ unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, con
     plan: &Shuffle,
     wq: &[u32],
     out: &mut [Vec<f32>; 4],
+    ahead: [usize; 2],
 ) -> usize {
     use std::arch::x86_64::*;
     assert!(g.members.len() >= M && (1..=4).contains(&M));
@@ -427,6 +442,11 @@ unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, con
     for b in 0..blocks {
         unsafe {
             let w = *bases.add(b);
+            // The block's first and last windows (a block spans at most two lines but RGBA's).
+            for d in ahead.into_iter().filter(|&d| d != 0) {
+                ask(r0.as_ptr().wrapping_add(w[0] as usize + d));
+                ask(r0.as_ptr().wrapping_add(w[2 * P - 1] as usize + 15 + d));
+            }
             // Vector p's lanes are windows p and p + P: the plan keeps every base + 16 within
             // `reach`.
             let load = |r: &[u8], p: usize| {

@@ -308,7 +308,7 @@ pub(in crate::convert) unsafe fn box_sums(
 /// A line a later output row reads, into the second-level cache (as the driver's `prefetch`):
 /// a hint, it never faults.
 #[inline(always)]
-fn ask(p: *const u8) {
+pub(super) fn ask(p: *const u8) {
     unsafe { _mm_prefetch::<_MM_HINT_T1>(p.cast()) };
 }
 

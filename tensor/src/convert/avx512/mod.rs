@@ -16,6 +16,7 @@ use std::arch::x86_64::*;
 mod boxes;
 mod taps;
 pub(super) use boxes::{box_blocks, box_sums, pack_words};
+use taps::ask;
 pub(super) use taps::{
     multitap, multitap_bytes, multitap_vertical, pack_bytes, vertical_bytes, whole, whole_bytes,
 };
@@ -322,11 +323,12 @@ pub(super) unsafe fn sample(
     wq: &[u32],
     single: bool,
     out: &mut [Vec<f32>; 4],
+    ahead: [usize; 2],
 ) -> usize {
     assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
     let blocks = match plan.split {
         true => {
-            group_dispatch!(split_blocks, false => [false, false], g.members.len(), single, wy != 0.0, (r0, r1, wy, g, plan, wq, out))
+            group_dispatch!(split_blocks, false => [false, false], g.members.len(), single, wy != 0.0, (r0, r1, wy, g, plan, wq, out, ahead))
         }
         false => group_dispatch!(
             sample_blocks,
@@ -334,7 +336,7 @@ pub(super) unsafe fn sample(
             g.members.len(),
             single,
             wy != 0.0,
-            (r0, r1, wy, g, plan, wq, out)
+            (r0, r1, wy, g, plan, wq, out, ahead)
         ),
     };
     let n = g.i0.len().min(g.i1.len()).min(wx.len());
@@ -346,6 +348,7 @@ pub(super) unsafe fn sample(
 /// `sample_blocks` with a 128-byte window per half block (`Permute::split`): two masked
 /// permutes per member, the first half's lanes from the first window, the rest from the second.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn split_blocks<const UNUSED: bool, const M: usize, const SINGLE: bool, const TWO: bool>(
     r0: &[u8],
     r1: &[u8],
@@ -354,6 +357,7 @@ unsafe fn split_blocks<const UNUSED: bool, const M: usize, const SINGLE: bool, c
     plan: &Permute,
     wq: &[u32],
     out: &mut [Vec<f32>; 4],
+    ahead: [usize; 2],
 ) -> usize {
     assert!(g.members.len() >= M && (1..=4).contains(&M) && plan.split);
     let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
@@ -372,6 +376,11 @@ unsafe fn split_blocks<const UNUSED: bool, const M: usize, const SINGLE: bool, c
         unsafe {
             let (ba, bb) =
                 (*plan.bases.get_unchecked(2 * b) as usize, *plan.bases.get_unchecked(2 * b + 1) as usize);
+            for d in ahead.into_iter().filter(|&d| d != 0) {
+                for at in [ba, ba + 64, bb, bb + 64] {
+                    ask(r0.as_ptr().wrapping_add(at + d));
+                }
+            }
             let load = |r: &[u8], at: usize| _mm512_loadu_si512(r.as_ptr().add(at) as *const _);
             let w0 = [load(r0, ba), load(r0, ba + 64), load(r0, bb), load(r0, bb + 64)];
             let w1 =
@@ -403,6 +412,7 @@ unsafe fn split_blocks<const UNUSED: bool, const M: usize, const SINGLE: bool, c
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn sample_blocks<const NARROW: bool, const M: usize, const SINGLE: bool, const TWO: bool>(
     r0: &[u8],
     r1: &[u8],
@@ -411,6 +421,7 @@ unsafe fn sample_blocks<const NARROW: bool, const M: usize, const SINGLE: bool, 
     plan: &Permute,
     wq: &[u32],
     out: &mut [Vec<f32>; 4],
+    ahead: [usize; 2],
 ) -> usize {
     assert!(g.members.len() >= M && (1..=4).contains(&M));
     let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
@@ -427,6 +438,12 @@ unsafe fn sample_blocks<const NARROW: bool, const M: usize, const SINGLE: bool, 
     for b in 0..blocks {
         unsafe {
             let base = *plan.bases.get_unchecked(b) as usize;
+            for d in ahead.into_iter().filter(|&d| d != 0) {
+                ask(r0.as_ptr().wrapping_add(base + d));
+                if !NARROW {
+                    ask(r0.as_ptr().wrapping_add(base + 64 + d));
+                }
+            }
             let load = |r: &[u8], at: usize| _mm512_loadu_si512(r.as_ptr().add(base + at) as *const _);
             let zero = _mm512_setzero_si512();
             let (a0, b0) = (load(r0, 0), if NARROW { zero } else { load(r0, 64) });
