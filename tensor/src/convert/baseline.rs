@@ -564,7 +564,7 @@ pub(super) fn multitap_row(
     ring: &mut Ring,
     out: &mut [Vec<f32>; 4],
     skip: u32,
-    mut vector: impl FnMut(usize, &[&[u8]], &[[*mut f32; 4]]) -> usize,
+    mut vector: impl FnMut(usize, &[&[u8]], &[[*mut f32; 4]], usize) -> usize,
     mut vertical: impl FnMut(&[*const f32], VTaps<'_>, &mut [f32]) -> usize,
 ) -> u64 {
     let Ring { rows: ring, tags: ring_rows, acc, .. } = ring;
@@ -604,7 +604,8 @@ pub(super) fn multitap_row(
                     *t = ring[k][slot * n..][..n].as_mut_ptr();
                 }
             }
-            let done = vector(gi, &rows_bytes[..count], &targets[..count]).min(n);
+            let ahead = ahead_bytes(rows, cy, stride, bytes.len());
+            let done = vector(gi, &rows_bytes[..count], &targets[..count], ahead).min(n);
             made += (done * g.members.len() * count) as u64;
             for (&r, row) in batch[..count].iter().zip(rows_bytes) {
                 let slot = r % kv;

@@ -319,8 +319,9 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         if let Some(m) = &c.multi {
             // The multi-tap filters: the horizontal pass by the level's blocks, the vertical by
             // the baseline loops (contiguous rows, vectorized at the driver's width).
-            let vector =
-                |g: usize, rows: &[&[u8]], out: &[[*mut f32; 4]]| multitap_horizontal(c, m, g, rows, out);
+            let vector = |g: usize, rows: &[&[u8]], out: &[[*mut f32; 4]], ahead: usize| {
+                multitap_horizontal(c, m, g, rows, out, ahead)
+            };
             let vertical =
                 |rows: &[*const f32], taps: VTaps<'_>, out: &mut [f32]| multitap_vertical(c, rows, taps, out);
             // An exact box at AVX-512: rows summed first, then across (`baseline::box_row`).
@@ -454,8 +455,15 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 s.counts.sampled += made;
                 s.counts.rows_first += all;
             }
-            // The groups left to the loops below: their lines all at once, before the row.
-            prefetch_multi(m, &c.comps, src, cy, skip);
+            // The loops below: the vector levels' blocks ask for their lines among their loads
+            // (`baseline::ahead_bytes`); without them, the lines all at once, before the row.
+            #[cfg(target_arch = "aarch64")]
+            let vector_level = c.neon();
+            #[cfg(not(target_arch = "aarch64"))]
+            let vector_level = c.avx2();
+            if !vector_level {
+                prefetch_multi(m, &c.comps, src, cy, skip);
+            }
             s.counts.sampled += baseline::multitap_row(
                 m,
                 &c.comps,
@@ -613,6 +621,7 @@ fn multitap_horizontal(
     gi: usize,
     rows: &[&[u8]],
     out: &[[*mut f32; 4]],
+    ahead: usize,
 ) -> usize {
     let g = &m.groups[gi];
     let pil = m.round_between;
@@ -622,24 +631,24 @@ fn multitap_horizontal(
     {
         let b16 = g.b16.as_ref().filter(|p| c.avx512() && fits(p.reach));
         if let (Some(plan), Some(rest)) = (g.whole.as_ref().filter(|p| c.avx512() && fits(p.reach)), b16) {
-            let done = unsafe { avx512::whole(rows, plan, out) };
+            let done = unsafe { avx512::whole(rows, plan, out, ahead) };
             if !plan.rest.is_empty() {
-                unsafe { avx512::multitap(rows, rest, pil, out, Some(&plan.rest)) };
+                unsafe { avx512::multitap(rows, rest, pil, out, Some(&plan.rest), 0) };
             }
             return done;
         }
         if let Some(plan) = b16 {
-            return unsafe { avx512::multitap(rows, plan, pil, out, None) };
+            return unsafe { avx512::multitap(rows, plan, pil, out, None, ahead) };
         }
         if let Some(plan) = g.b8.as_ref().filter(|p| c.avx2() && fits(p.reach)) {
-            return unsafe { avx2::multitap(rows, plan, pil, out) };
+            return unsafe { avx2::multitap(rows, plan, pil, out, ahead) };
         }
     }
     #[cfg(target_arch = "aarch64")]
     if let Some(plan) = g.b8.as_ref().filter(|p| c.neon() && fits(p.reach)) {
-        return unsafe { neon::multitap(rows, plan, pil, out) };
+        return unsafe { neon::multitap(rows, plan, pil, out, ahead) };
     }
-    let _ = (c, rows, out, pil, g, fits);
+    let _ = (c, rows, out, pil, g, fits, ahead);
     0
 }
 

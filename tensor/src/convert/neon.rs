@@ -357,7 +357,13 @@ unsafe fn values<const K: u8, const CS: u8, const OUT: u8>(
 /// # Safety
 /// `out[i]` holds the group's members' rows for row `i` (null past them), each `plan.done`
 /// writable values.
-pub(super) unsafe fn multitap(rows: &[&[u8]], plan: &Blocks, pil: bool, out: &[[*mut f32; 4]]) -> usize {
+pub(super) unsafe fn multitap(
+    rows: &[&[u8]],
+    plan: &Blocks,
+    pil: bool,
+    out: &[[*mut f32; 4]],
+    ahead: usize,
+) -> usize {
     assert!(
         rows.len() == out.len() && rows.iter().all(|r| plan.reach <= r.len()),
         "loads stay inside the rows"
@@ -366,8 +372,8 @@ pub(super) unsafe fn multitap(rows: &[&[u8]], plan: &Blocks, pil: bool, out: &[[
     macro_rules! by_slide {
         ($l:expr, $pil:expr, $m:expr, $r:expr, $rows:expr, $out:expr) => {
             match plan.slide {
-                true => unsafe { multitap_blocks::<$l, $pil, $m, $r, true>($rows, plan, $out) },
-                false => unsafe { multitap_blocks::<$l, $pil, $m, $r, false>($rows, plan, $out) },
+                true => unsafe { multitap_blocks::<$l, $pil, $m, $r, true>($rows, plan, $out, ahead) },
+                false => unsafe { multitap_blocks::<$l, $pil, $m, $r, false>($rows, plan, $out, ahead) },
             }
         };
     }
@@ -428,6 +434,7 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
     rows: &[&[u8]],
     plan: &Blocks,
     out: &[[*mut f32; 4]],
+    ahead: usize,
 ) -> usize {
     assert!(plan.pieces == L && plan.slide == S && (1..=4).contains(&L) && rows.len() >= R && out.len() >= R);
     let pairs = plan.pairs;
@@ -451,6 +458,16 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
             t
         };
         for b in 0..blocks {
+            // The block's lines at the distance (as `avx2::multitap`).
+            if ahead != 0 {
+                let (first, last) = if S { (b * pairs, b * pairs + pairs - 1) } else { (b, b) };
+                let (s0, s1) =
+                    (plan.lane_bases.get_unchecked(first)[0], plan.lane_bases.get_unchecked(last)[1]);
+                for r in rows.iter().take(R) {
+                    ask(r.as_ptr().wrapping_add(s0 as usize + ahead));
+                    ask(r.as_ptr().wrapping_add(s1 as usize + 16 * L - 1 + ahead));
+                }
+            }
             for l in 0..2 {
                 let mut t = if S { [[vdupq_n_u8(0); 4]; R] } else { load(b, l) };
                 let (mut h0, mut h1, mut l0, mut l1) = ([zero; R], [zero; R], [zero; R], [zero; R]);

@@ -23,6 +23,7 @@ pub(in crate::convert) unsafe fn multitap(
     plan: &Blocks,
     pil: bool,
     out: &[[*mut f32; 4]],
+    ahead: usize,
 ) -> usize {
     assert!(
         rows.len() == out.len() && rows.iter().all(|r| plan.reach <= r.len()),
@@ -36,8 +37,8 @@ pub(in crate::convert) unsafe fn multitap(
     macro_rules! by_slide {
         ($l:expr, $pil:expr, $m:expr, $r:expr, $rows:expr, $out:expr) => {
             match plan.slide {
-                true => unsafe { multitap_blocks::<$l, $pil, $m, $r, true>($rows, plan, $out) },
-                false => unsafe { multitap_blocks::<$l, $pil, $m, $r, false>($rows, plan, $out) },
+                true => unsafe { multitap_blocks::<$l, $pil, $m, $r, true>($rows, plan, $out, ahead) },
+                false => unsafe { multitap_blocks::<$l, $pil, $m, $r, false>($rows, plan, $out, ahead) },
             }
         };
     }
@@ -85,6 +86,7 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
     rows: &[&[u8]],
     plan: &Blocks,
     out: &[[*mut f32; 4]],
+    ahead: usize,
 ) -> usize {
     assert!(plan.pieces == L && plan.slide == S && rows.len() >= R && out.len() >= R);
     let pairs = plan.pairs;
@@ -113,6 +115,20 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
     };
     for b in 0..blocks {
         unsafe {
+            // The block's lines at the distance: from lane 0's first window (its first pair's
+            // where they slide) to lane 1's last.
+            if ahead != 0 {
+                let (first, last) = match S {
+                    true => (b * pairs, b * pairs + pairs - 1),
+                    false => (b, b),
+                };
+                let (s0, s1) =
+                    (plan.lane_bases.get_unchecked(first)[0], plan.lane_bases.get_unchecked(last)[1]);
+                for r in row {
+                    ask(r.wrapping_add(s0 as usize + ahead));
+                    ask(r.wrapping_add(s1 as usize + 16 * L - 1 + ahead));
+                }
+            }
             let mut v = if S { [[zero; L]; R] } else { load(b) };
             let (mut sh, mut sl) = ([zero; R], [zero; R]);
             for p in 0..pairs {

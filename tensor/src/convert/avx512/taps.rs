@@ -27,8 +27,9 @@ pub(in crate::convert) unsafe fn multitap(
     pil: bool,
     out: &[[*mut f32; 4]],
     only: Option<&[u32]>,
+    ahead: usize,
 ) -> usize {
-    unsafe { multitap_to::<false>(rows, plan, pil, out, only) }
+    unsafe { multitap_to::<false>(rows, plan, pil, out, only, ahead) }
 }
 
 /// `multitap` for PIL's filters into rows of bytes (`baseline::pil8_row`).
@@ -44,7 +45,7 @@ pub(in crate::convert) unsafe fn multitap_bytes(
 ) -> usize {
     // The same pointers, cast back to bytes where the kernel stores.
     let out = unsafe { std::slice::from_raw_parts(out.as_ptr() as *const [*mut f32; 4], out.len()) };
-    unsafe { multitap_to::<true>(rows, plan, true, out, only) }
+    unsafe { multitap_to::<true>(rows, plan, true, out, only, 0) }
 }
 
 #[inline(always)]
@@ -54,6 +55,7 @@ unsafe fn multitap_to<const BYTES: bool>(
     pil: bool,
     out: &[[*mut f32; 4]],
     only: Option<&[u32]>,
+    ahead: usize,
 ) -> usize {
     assert!(
         rows.len() == out.len() && rows.iter().all(|r| plan.reach <= r.len()),
@@ -63,9 +65,9 @@ unsafe fn multitap_to<const BYTES: bool>(
     macro_rules! by_rows {
         ($narrow:expr, $pil:expr, $m:expr) => {
             match rows.len() {
-                1 => unsafe { multitap_blocks::<$narrow, $pil, $m, 1, BYTES>(rows, plan, out, only) },
-                2 => unsafe { multitap_blocks::<$narrow, $pil, $m, 2, BYTES>(rows, plan, out, only) },
-                _ => unsafe { multitap_blocks::<$narrow, $pil, $m, 3, BYTES>(rows, plan, out, only) },
+                1 => unsafe { multitap_blocks::<$narrow, $pil, $m, 1, BYTES>(rows, plan, out, only, ahead) },
+                2 => unsafe { multitap_blocks::<$narrow, $pil, $m, 2, BYTES>(rows, plan, out, only, ahead) },
+                _ => unsafe { multitap_blocks::<$narrow, $pil, $m, 3, BYTES>(rows, plan, out, only, ahead) },
             }
         };
     }
@@ -99,6 +101,7 @@ unsafe fn multitap_blocks<
     plan: &Blocks,
     out: &[[*mut f32; 4]],
     only: Option<&[u32]>,
+    ahead: usize,
 ) -> usize {
     assert!(rows.len() >= R && out.len() >= R && (1..=3).contains(&R));
     let pairs = plan.pairs;
@@ -127,6 +130,14 @@ unsafe fn multitap_blocks<
         }
         unsafe {
             let base = *plan.bases.get_unchecked(b) as usize;
+            if ahead != 0 {
+                for r in row {
+                    ask(r.wrapping_add(base + ahead));
+                    if !NARROW {
+                        ask(r.wrapping_add(base + 64 + ahead));
+                    }
+                }
+            }
             let a: [__m512i; R] = std::array::from_fn(|i| _mm512_loadu_si512(row[i].add(base) as *const _));
             let c: [__m512i; R] = std::array::from_fn(|i| match NARROW {
                 true => zero,
@@ -327,8 +338,13 @@ pub(in crate::convert) unsafe fn multitap_vertical(
 /// The CPU has AVX-512 (F, BW, VL, VBMI); `out[i]` holds the group's members' rows (null past
 /// them), each `plan.done` writable values.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
-pub(in crate::convert) unsafe fn whole(rows: &[&[u8]], plan: &Whole, out: &[[*mut f32; 4]]) -> usize {
-    unsafe { whole_to::<false>(rows, plan, out, 0) }
+pub(in crate::convert) unsafe fn whole(
+    rows: &[&[u8]],
+    plan: &Whole,
+    out: &[[*mut f32; 4]],
+    ahead: usize,
+) -> usize {
+    unsafe { whole_to::<false>(rows, plan, out, ahead) }
 }
 
 /// `whole` into rows of bytes (`baseline::pil8_row`), each block's window asked for again
