@@ -444,9 +444,10 @@ pub(super) fn ahead_bytes(rows: &Taps, cy: usize, stride: usize, len: usize) -> 
 
 /// Output row `cy` of the groups of an exact box that have rows-first blocks at the level
 /// (`plan_of(g)`: `TapGroup::w16` or its packed form at AVX-512, `w8` at AVX2; see
-/// `plan::EXACT_MAX`): per group, `sums(bytes, stride, first, k_y, (lo, hi), sums, ahead)` makes the
-/// vertical sums `Σ k_y b` of the samples its taps read (asking for the lines `ahead` on), `blocks(g, sums, inv, out)` filters them
-/// across (whole blocks; it says how many outputs), and the loop here does the rest, each output
+/// `plan::EXACT_MAX`): per group, `sums(bytes, stride, first, k_y, (lo, hi), sums, ahead)` makes
+/// the vertical sums `Σ k_y b` of the samples its taps read (asking for the lines `ahead` on),
+/// `blocks(g, sums, inv, out)` filters them across (whole blocks; it says how many outputs), and
+/// the loop here does the rest, each output
 /// `Σ k_x · sum` times `inv`. The sums are exact integers, so this order gives the values of
 /// `multitap_row` (across first) to the bit. Returns the groups done (bit `g`), the outputs the
 /// blocks made and all the outputs made.

@@ -105,7 +105,8 @@ const PREFETCH_AHEAD: usize = 2;
 /// PREFETCH_AHEAD` will read (each plane's window, both taps) are requested while row `cy` is
 /// converted, one line at a time, in `pieces` parts (`Ahead`); a chroma row shared with the
 /// output row before it was requested then. This call asks for part `piece`: the same share of
-/// every row's lines.
+/// every row's lines, of the planes not in `skip` (those whose kernels ask for their lines
+/// themselves, `sample_ahead`).
 #[inline(always)]
 fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize, piece: usize, pieces: usize, skip: u8) {
     let ahead = cy + PREFETCH_AHEAD;
@@ -141,7 +142,9 @@ fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize, piece: usize, pi
 /// `prefetch_ahead` for the multi-tap filters, which read every source row (a 3× downscale
 /// jumps nowhere, but the hardware's prefetcher alone left NV12 area at 2× its hot time): the
 /// source rows output row `cy + MULTI_PREFETCH_AHEAD` reads and the row before it did not, each
-/// group's bytes, a line at a time.
+/// group's bytes, a line at a time, all before the row. Only where no vector level runs: the
+/// levels' kernels ask for the same lines among their loads (`baseline::ahead_bytes`), which the
+/// burst here cost on an Intel Xeon (docs/benchmarks.md, 2026-12-02).
 #[inline(always)]
 fn prefetch_multi(m: &MultiTap, comps: &[Comp], src: &SrcImage<'_>, cy: usize, skip: u32) {
     let ahead = MULTI_PREFETCH_AHEAD;
@@ -230,8 +233,9 @@ fn sample_ahead(c: &Converter, src: &SrcImage<'_>, p: usize, cy: usize) -> [usiz
     [(i0 - at) * stride, second]
 }
 
-/// The next output row's source lines asked for in parts, one before each group's sampling and
-/// the last before the finish, rather than all at once before the row. A request that misses the
+/// The next output row's source lines of the planes blended first (`direct_rows` gives the
+/// others to kernels that ask for their own, `sample_ahead`) asked for in parts, one before each
+/// group's sampling and the last before the finish, rather than all at once before the row. A request that misses the
 /// first-level cache holds a line-fill buffer until its line arrives; a whole row's worth at once
 /// (up to 240 lines for RGBA) cost the kernels behind it on an Intel Xeon (AVX-512 FP16 kind,
 /// 2 MiB L2 a core, frames mostly in its L3). Engine, uint8, NV12 / YUY2 / RGBA, two runs each:
