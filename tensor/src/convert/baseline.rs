@@ -546,10 +546,11 @@ pub(super) fn box_row(
 /// source row the vertical taps read is filtered horizontally once into the component's ring
 /// (straight from the frame's bytes), then the ring's rows are blended. Horizontal first, as PIL
 /// and OpenCV do: PIL rounds and clamps that pass to bytes (`round_between`), which only this
-/// order can repeat. `vector(g, rows, out)` is the level's horizontal kernel for the group `g`
-/// (`plan::TapGroup`) over source rows `rows` (one to `ROWS_AT_ONCE`): it writes the first
+/// order can repeat. `vector(g, rows, out, ahead)` is the level's horizontal kernel for the group
+/// `g` (`plan::TapGroup`) over source rows `rows` (one to `ROWS_AT_ONCE`): it writes the first
 /// outputs of each member's filtered row (`out[i][j]` for row `i` and member `j`, each holding the
-/// content width) and says how many; the loops here do the rest.
+/// content width) and says how many, asking for the lines `ahead` bytes on (`ahead_bytes`); the
+/// loops here do the rest.
 /// `vertical(rows, taps, out)` likewise blends the first outputs of `out` from the filtered rows
 /// `rows` (each the content width), in the order of the loops here: for the OpenCV presets
 /// `w0 · r0`, then `+ wj · rj` per tap, each product and sum rounded (no FMA); PIL's in i32.
