@@ -298,6 +298,30 @@ pub(super) struct Axis {
     pub(super) w: Vec<f32>,
 }
 
+impl Axis {
+    /// How far past output `i`'s first tap row (`i0[i]`) lie the rows output `i + ahead` reads
+    /// and output `i + ahead - 1` did not, in bytes of a plane of `len` bytes, rows `stride`
+    /// apart: `[first, second]`, the second only where that output blends two rows; 0 where there
+    /// is no such output, it reads the rows the one before it read, or a row is past the plane.
+    /// What a kernel reading output `i`'s rows asks for again (`driver::sample_ahead`).
+    pub(super) fn ahead(&self, i: usize, ahead: usize, stride: usize, len: usize) -> [usize; 2] {
+        let on = i + ahead;
+        if ahead == 0 || on >= self.i0.len().min(self.i1.len()).min(self.w.len()) {
+            return [0; 2];
+        }
+        let (i0, i1, w, at) = (self.i0[on], self.i1[on], self.w[on], self.i0[i]);
+        if self.i0[on - 1] == i0 && self.i1[on - 1] == i1 {
+            return [0; 2];
+        }
+        let two = w != 0.0 && i1 != i0;
+        let last = if two { i0.max(i1) } else { i0 };
+        if last * stride >= len || i0 < at {
+            return [0; 2];
+        }
+        [(i0 - at) * stride, if two && i1 > at { (i1 - at) * stride } else { 0 }]
+    }
+}
+
 /// How far a grid's samples sit from the centred siting, in samples: 0 where centred (sample `j`'s
 /// centre at pixel `(j + 0.5) · div`, the middle of the pixels it covers), `(div - 1) / (2 · div)`
 /// where cosited (on its first pixel's centre, `j · div + 0.5`): a quarter sample for 2:1 chroma.
