@@ -352,6 +352,7 @@ pub(super) fn pil8_row(
         let first = rows.first[cy] as usize;
         let (bytes, stride) = planes[lead.plane];
         let len = m.row_len[lead.plane];
+        let ahead = ahead_bytes(rows, cy, stride, bytes.len());
         let mut r = first;
         while r < first + kv {
             let (batch, count) = next_rows(&tags[g.members[0]], first, kv, &mut r);
@@ -367,7 +368,6 @@ pub(super) fn pil8_row(
                     *t = ring[k][(row % kv) * n..][..n].as_mut_ptr();
                 }
             }
-            let ahead = ahead_bytes(rows, cy, stride, bytes.len());
             let done = horiz(gi, &src[..count], &targets[..count], ahead).min(n);
             made += (done * g.members.len() * count) as u64;
             for (&row, src) in batch[..count].iter().zip(src) {
@@ -587,6 +587,7 @@ pub(super) fn multitap_row(
         let first = rows.first[cy] as usize;
         let (bytes, stride) = planes[lead.plane];
         let len = m.row_len[lead.plane];
+        let ahead = ahead_bytes(rows, cy, stride, bytes.len());
         // The rows not in the ring yet, up to `ROWS_AT_ONCE` per call: the blocks' controls and
         // weights are then loaded once for them all.
         let mut r = first;
@@ -606,7 +607,6 @@ pub(super) fn multitap_row(
                     *t = ring[k][slot * n..][..n].as_mut_ptr();
                 }
             }
-            let ahead = ahead_bytes(rows, cy, stride, bytes.len());
             let done = vector(gi, &rows_bytes[..count], &targets[..count], ahead).min(n);
             made += (done * g.members.len() * count) as u64;
             for (&r, row) in batch[..count].iter().zip(rows_bytes) {

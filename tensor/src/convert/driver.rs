@@ -13,6 +13,7 @@ use super::avx2;
 use super::avx512;
 use super::baseline::{self, VTaps, MULTI_PREFETCH_AHEAD};
 use super::finish::{SendPtr, BLOCK, PATTERN};
+use super::hint::prefetch;
 #[cfg(target_arch = "aarch64")]
 use super::neon;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -44,9 +45,10 @@ pub(super) fn cpu() -> Simd {
     Simd::Baseline
 }
 
-/// A plane's two source rows (from the window start), the vertical weight of the second, and
-/// whether its groups are read by shuffles (else by gathers).
-type DirectRows<'a> = (&'a [u8], &'a [u8], f32, bool);
+/// A plane's two source rows (from the window start), the vertical weight of the second,
+/// whether its groups are read by shuffles (else by gathers), and how far past the first lie the
+/// rows output row `cy + PREFETCH_AHEAD` reads that the row before it did not (`Axis::ahead`).
+type DirectRows<'a> = (&'a [u8], &'a [u8], f32, bool, [usize; 2]);
 
 /// Padding pixels `x0..x0 + n` of `rows` consecutive destination rows from `y`: one span per
 /// plane where the rows are contiguous, else one per row.
@@ -106,7 +108,7 @@ const PREFETCH_AHEAD: usize = 2;
 /// converted, one line at a time, in `pieces` parts (`Ahead`); a chroma row shared with the
 /// output row before it was requested then. This call asks for part `piece`: the same share of
 /// every row's lines, of the planes not in `skip` (those whose kernels ask for their lines
-/// themselves, `sample_ahead`).
+/// themselves, `direct_rows`).
 #[inline(always)]
 fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize, piece: usize, pieces: usize, skip: u8) {
     let ahead = cy + PREFETCH_AHEAD;
@@ -146,9 +148,9 @@ fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize, piece: usize, pi
 /// levels' kernels ask for the same lines among their loads (`baseline::ahead_bytes`), which the
 /// burst here cost on an Intel Xeon (docs/benchmarks.md, 2026-12-02).
 #[inline(always)]
-fn prefetch_multi(m: &MultiTap, comps: &[Comp], src: &SrcImage<'_>, cy: usize, skip: u32) {
+fn prefetch_multi(m: &MultiTap, comps: &[Comp], src: &SrcImage<'_>, cy: usize) {
     let ahead = MULTI_PREFETCH_AHEAD;
-    for (_, g) in m.groups.iter().enumerate().filter(|&(gi, _)| skip & (1 << gi) == 0) {
+    for g in &m.groups {
         let lead = comps[g.members[0]];
         let axis = usize::from(lead.chroma);
         let (rows, cols) = (&m.rows[axis], &m.cols[axis]);
@@ -182,6 +184,13 @@ fn prefetch_multi(m: &MultiTap, comps: &[Comp], src: &SrcImage<'_>, cy: usize, s
 /// less) — by byte shuffles, or a dword gather per tap bringing every component of a pixel or U
 /// and V together, blended at output width; with NEON, by its shuffle plans. `None`: the rows are
 /// blended first.
+///
+/// The kernels that read a row straight ask for each block's lines again at the distances
+/// (`DirectRows`): the next rows' lines come a few at a time among the loads. In parts between
+/// the kernels (`Ahead`) they still held the line-fill buffers on the Intel Xeon of
+/// docs/benchmarks.md; engine, uint8, AVX-512, NV12 / YUY2 / RGBA, in parts → among the loads:
+/// hot 0.253 → 0.227 / 0.227 → 0.218 / 0.277 → 0.257 ms, 8 rotating frames 0.253 → 0.237 /
+/// 0.229 → 0.221 / 0.293 → 0.258, 32 rotating 0.296 → 0.283 / 0.288 → 0.269 / 0.453 → 0.378.
 #[inline(always)]
 fn direct_rows<'a>(c: &Converter, src: &SrcImage<'a>, p: usize, cy: usize) -> Option<DirectRows<'a>> {
     let (lo, hi) = c.plane_window[p];
@@ -202,29 +211,16 @@ fn direct_rows<'a>(c: &Converter, src: &SrcImage<'a>, p: usize, cy: usize) -> Op
     #[cfg(not(target_arch = "aarch64"))]
     let direct_ok =
         c.avx2() && (shuffled || (end + (hi - lo) + 3 <= bytes.len() && (w == 0.0 || c.plane_downscaled[p])));
-    direct_ok.then(|| (&bytes[s0 + lo..], &bytes[s1 + lo..], w, shuffled))
-}
-
-/// How far past the first source row (`i0`) of output row `cy` in plane `p` lie the rows output
-/// row `cy + PREFETCH_AHEAD` reads that the row before it did not, in bytes (0: none; the second
-/// for a second row). The kernels that read a row straight (`direct_rows`) ask for each block's
-/// lines again at these distances: the next rows' lines come a few at a time among the loads.
-/// In parts between the kernels (`Ahead`) they still held the line-fill buffers on the Intel
-/// Xeon of docs/benchmarks.md; engine, uint8, AVX-512, NV12 / YUY2 / RGBA, in parts → among the
-/// loads: hot 0.253 → 0.227 / 0.227 → 0.218 / 0.277 → 0.257 ms, 8 rotating frames 0.253 → 0.237 /
-/// 0.229 → 0.221 / 0.293 → 0.258, 32 rotating 0.296 → 0.283 / 0.288 → 0.269 / 0.453 → 0.378.
-fn sample_ahead(c: &Converter, src: &SrcImage<'_>, p: usize, cy: usize) -> [usize; 2] {
-    let axis = if c.plane_chroma_rows[p] { &c.rows_chroma } else { &c.rows_luma };
-    let (bytes, stride) = src.planes[p];
-    axis.ahead(cy, PREFETCH_AHEAD, stride, bytes.len())
+    let next = axis.ahead(cy, PREFETCH_AHEAD, stride, bytes.len());
+    direct_ok.then(|| (&bytes[s0 + lo..], &bytes[s1 + lo..], w, shuffled, next))
 }
 
 /// The next output row's source lines of the planes blended first (`direct_rows` gives the
-/// others to kernels that ask for their own, `sample_ahead`) asked for in parts, one before each
-/// group's sampling and the last before the finish, rather than all at once before the row. A request that misses the
-/// first-level cache holds a line-fill buffer until its line arrives; a whole row's worth at once
-/// (up to 240 lines for RGBA) cost the kernels behind it on an Intel Xeon (AVX-512 FP16 kind,
-/// 2 MiB L2 a core, frames mostly in its L3). Engine, uint8, NV12 / YUY2 / RGBA, two runs each:
+/// others to kernels that ask for their own) asked for in parts, one before each group's
+/// sampling and the last before the finish, rather than all at once before the row. A request
+/// that misses the first-level cache holds a line-fill buffer until its line arrives; a whole
+/// row's worth at once (up to 240 lines for RGBA) cost the kernels behind it on an Intel Xeon
+/// (AVX-512 FP16 kind, 2 MiB L2 a core, frames mostly in its L3). Engine, uint8, NV12 / YUY2 / RGBA, two runs each:
 /// hot frame, one burst (T0) 0.204 / 0.178–0.180 / 0.249–0.251 ms, in parts (T0) 0.190–0.193 /
 /// 0.166 / 0.229–0.231, in parts (T1, `prefetch`) 0.187–0.191 / 0.163–0.169 / 0.215–0.218; 32
 /// rotating frames 0.274–0.300 / 0.265–0.274 / 0.418–0.428, 0.242–0.248 / 0.235–0.236 /
@@ -259,25 +255,6 @@ impl Ahead<'_> {
 }
 
 #[inline(always)]
-fn prefetch(p: *const u8) {
-    // A hint: it never faults, and it changes no byte of the result. Into the second-level
-    // cache (T1): the kernels' own loads take the lines on into the first. T1 measured level with
-    // T0 or better on every row in the note on `Ahead`, and on the multi-tap filters (`area`,
-    // 32 rotating frames, NV12 / YUY2 / RGBA: T0 0.491 / 0.655–0.674 / 1.06–1.11 ms, T1 0.477–0.480
-    // / 0.638–0.639 / 1.05). (Not measured on the AMD machine of docs/benchmarks.md.)
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p.cast());
-    }
-    #[cfg(target_arch = "aarch64")]
-    unsafe {
-        std::arch::asm!("prfm pldl1keep, [{0}]", in(reg) p, options(nostack, readonly, preserves_flags));
-    }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    let _ = p;
-}
-
-#[inline(always)]
 fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usize>, s: &mut Scratch) {
     let rect = c.content.rect;
     let content = rect.y..rect.y + rect.height;
@@ -291,9 +268,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
     pad(c, dst, below, rows.end - below, 0, c.dst.width);
     for y in rows.start.max(content.start)..rows.end.min(content.end) {
         let cy = y - rect.y;
-        // Bilinear and nearest: the next rows' lines in parts (`Ahead`), one now.
         // Bilinear and nearest: the planes the kernels read straight from the frame, which ask
-        // for the next rows' lines among their loads (`sample_ahead`); the other planes' lines in
+        // for the next rows' lines among their loads (`direct_rows`); the other planes' lines in
         // parts (`Ahead`), one now.
         let mut direct: [Option<DirectRows<'_>>; 3] = [None; 3];
         if c.multi.is_none() {
@@ -452,7 +428,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             #[cfg(not(target_arch = "aarch64"))]
             let vector_level = c.avx2();
             if !vector_level {
-                prefetch_multi(m, &c.comps, src, cy, skip);
+                prefetch_multi(m, &c.comps, src, cy);
             }
             s.counts.sampled += baseline::multitap_row(
                 m,
@@ -482,14 +458,13 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             }
             #[cfg(target_arch = "x86_64")]
             for g in &c.groups {
-                if let Some((r0, r1, wy, shuffled)) = direct[g.plane] {
+                if let Some((r0, r1, wy, shuffled, next)) = direct[g.plane] {
                     let (wx, single) = if g.chroma {
                         (&c.weights_chroma, c.chroma_on_samples)
                     } else {
                         (&c.weights_luma, c.luma_on_samples)
                     };
                     let wq = if g.chroma { &c.wq_chroma } else { &c.wq_luma };
-                    let next = sample_ahead(c, src, g.plane, cy);
                     let columns = match (&g.permute, &g.shuffle) {
                         (Some(plan), _) if c.avx512() && plan.reach <= r0.len().min(r1.len()) => unsafe {
                             avx512::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps, next)
@@ -513,14 +488,13 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             // The NEON sampling: every group of a direct plane has a shuffle plan (`direct_ok`).
             #[cfg(target_arch = "aarch64")]
             for g in &c.groups {
-                if let (Some((r0, r1, wy, _)), Some(plan)) = (direct[g.plane], &g.shuffle) {
+                if let (Some((r0, r1, wy, _, next)), Some(plan)) = (direct[g.plane], &g.shuffle) {
                     let (wx, single) = if g.chroma {
                         (&c.weights_chroma, c.chroma_on_samples)
                     } else {
                         (&c.weights_luma, c.luma_on_samples)
                     };
                     let wq = if g.chroma { &c.wq_chroma } else { &c.wq_luma };
-                    let next = sample_ahead(c, src, g.plane, cy);
                     let columns = neon::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps, next);
                     s.counts.sampled += (columns * g.members.len()) as u64;
                 }

@@ -14,6 +14,7 @@
 
 // The sampling plan and the finish values, pure layout math on every target.
 mod finish;
+mod hint;
 mod plan;
 // The row loop, and the only module that uses a level.
 mod driver;

@@ -24,6 +24,7 @@ use super::finish::{
     channels, finish_dispatch, folded, order, yuv_rows, FinishValues, SendPtr, FLOAT, GRAY, GRAY_WEIGHTS,
     RAW8, RGB, YUV,
 };
+use super::hint::prefetch;
 use super::plan::{
     group_dispatch, group_tail, Blocks, Group, Shuffle, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT, WEIGHT_UNIT,
 };
@@ -58,14 +59,6 @@ pub(super) fn sample(
     let blocks = blocks.min(n / 8);
     group_tail(r0, r1, wy, g, wx, 8 * blocks..n, out);
     8 * blocks
-}
-
-/// A line a later output row reads (as the driver's `prefetch`): a hint, it never faults.
-#[inline(always)]
-fn ask(p: *const u8) {
-    unsafe {
-        std::arch::asm!("prfm pldl1keep, [{0}]", in(reg) p, options(nostack, readonly, preserves_flags))
-    };
 }
 
 /// The blocks of eight outputs of one group, `P` vectors of windows (see `Shuffle`: 1, two
@@ -108,8 +101,8 @@ unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, cons
             let w = *bases.add(b);
             // The block's first and last windows at each distance (`avx2::sample`'s lines).
             for d in ahead.into_iter().filter(|&d| d != 0) {
-                ask(r0.as_ptr().wrapping_add(w[0] as usize + d));
-                ask(r0.as_ptr().wrapping_add(w[2 * P - 1] as usize + 15 + d));
+                prefetch(r0.as_ptr().wrapping_add(w[0] as usize + d));
+                prefetch(r0.as_ptr().wrapping_add(w[2 * P - 1] as usize + 15 + d));
             }
             // Window i of the block (2P of them); the plan keeps every base + 16 within `reach`.
             let mut v0 = [vdupq_n_u8(0); 8];
@@ -464,8 +457,8 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
                 let (s0, s1) =
                     (plan.lane_bases.get_unchecked(first)[0], plan.lane_bases.get_unchecked(last)[1]);
                 for r in rows.iter().take(R) {
-                    ask(r.as_ptr().wrapping_add(s0 as usize + ahead));
-                    ask(r.as_ptr().wrapping_add(s1 as usize + 16 * L - 1 + ahead));
+                    prefetch(r.as_ptr().wrapping_add(s0 as usize + ahead));
+                    prefetch(r.as_ptr().wrapping_add(s1 as usize + 16 * L - 1 + ahead));
                 }
             }
             for l in 0..2 {
@@ -610,7 +603,7 @@ pub(super) unsafe fn box_sums(
             let (mut a, mut b) = (vdupq_n_u16(0), vdupq_n_u16(0));
             for (j, &w) in k.iter().enumerate() {
                 if ahead != 0 && (t - lo).is_multiple_of(64) {
-                    ask(base.wrapping_add(j * stride + t + ahead));
+                    prefetch(base.wrapping_add(j * stride + t + ahead));
                 }
                 let v = vld1q_u8(base.add(j * stride + t));
                 let w = vdupq_n_u16(w as u16);

@@ -14,7 +14,7 @@ use super::plan::{group_dispatch, group_tail, Group, Shuffle, WEIGHT_UNIT};
 use std::arch::x86_64::*;
 
 mod taps;
-use taps::ask;
+use super::hint::prefetch;
 pub(super) use taps::{box_blocks, box_sums, multitap, multitap_vertical};
 
 /// The CPU has what the kernels here use.
@@ -160,7 +160,7 @@ pub(super) unsafe fn gather(
             for d in ahead.into_iter().filter(|&d| d != 0) {
                 let mut at = first;
                 while at <= last {
-                    ask(r0.as_ptr().wrapping_add(at + d));
+                    prefetch(r0.as_ptr().wrapping_add(at + d));
                     at += 64;
                 }
             }
@@ -444,8 +444,8 @@ unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, con
             let w = *bases.add(b);
             // The block's first and last windows (a block spans at most two lines but RGBA's).
             for d in ahead.into_iter().filter(|&d| d != 0) {
-                ask(r0.as_ptr().wrapping_add(w[0] as usize + d));
-                ask(r0.as_ptr().wrapping_add(w[2 * P - 1] as usize + 15 + d));
+                prefetch(r0.as_ptr().wrapping_add(w[0] as usize + d));
+                prefetch(r0.as_ptr().wrapping_add(w[2 * P - 1] as usize + 15 + d));
             }
             // Vector p's lanes are windows p and p + P: the plan keeps every base + 16 within
             // `reach`.

@@ -5,6 +5,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use crate::convert::baseline::VTaps;
+use crate::convert::hint::{prefetch, prefetch_window};
 use crate::convert::plan::{Blocks, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT};
 use std::arch::x86_64::*;
 
@@ -125,8 +126,8 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
                 let (s0, s1) =
                     (plan.lane_bases.get_unchecked(first)[0], plan.lane_bases.get_unchecked(last)[1]);
                 for r in row {
-                    ask(r.wrapping_add(s0 as usize + ahead));
-                    ask(r.wrapping_add(s1 as usize + 16 * L - 1 + ahead));
+                    prefetch(r.wrapping_add(s0 as usize + ahead));
+                    prefetch(r.wrapping_add(s1 as usize + 16 * L - 1 + ahead));
                 }
             }
             let mut v = if S { [[zero; L]; R] } else { load(b) };
@@ -299,7 +300,7 @@ pub(in crate::convert) unsafe fn box_sums(
                     let mut acc = _mm256_setzero_si256();
                     for (j, &w) in k.iter().enumerate() {
                         if ahead != 0 && (t - lo).is_multiple_of(64) {
-                            ask(base.wrapping_add(j * stride + t + ahead));
+                            prefetch(base.wrapping_add(j * stride + t + ahead));
                         }
                         let v =
                             _mm256_cvtepu8_epi16(_mm_loadu_si128(base.add(j * stride + t) as *const __m128i));
@@ -319,13 +320,6 @@ pub(in crate::convert) unsafe fn box_sums(
         }
         sums[t] = acc;
     }
-}
-
-/// A line a later output row reads, into the second-level cache (as the driver's `prefetch`):
-/// a hint, it never faults.
-#[inline(always)]
-pub(super) fn ask(p: *const u8) {
-    unsafe { _mm_prefetch::<_MM_HINT_T1>(p.cast()) };
 }
 
 /// `box_sums` over `N` rows, 16 samples per vector, whole vectors only; returns where it stopped.
@@ -353,9 +347,7 @@ unsafe fn box_sums_n<const N: usize>(
     while t + 32 <= hi {
         // Every other step: one line (outside `sum`, which stays inlined with AVX2).
         if ahead != 0 && (t - lo).is_multiple_of(64) {
-            for r in row {
-                ask(r.wrapping_add(t + ahead));
-            }
+            prefetch_window(&row, t + ahead, false);
         }
         unsafe {
             _mm256_storeu_si256(out.add(t) as *mut __m256i, sum(t));

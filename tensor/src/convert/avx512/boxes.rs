@@ -4,7 +4,8 @@
 
 #![allow(clippy::needless_range_loop)]
 
-use super::taps::{ask, store_lanes};
+use super::taps::store_lanes;
+use crate::convert::hint::{prefetch, prefetch_window};
 use crate::convert::plan::Blocks;
 use std::arch::x86_64::*;
 
@@ -47,7 +48,7 @@ pub(in crate::convert) unsafe fn box_sums(
                 let mut acc = _mm512_setzero_si512();
                 for (j, &w) in k.iter().enumerate() {
                     if ahead != 0 && (t - lo).is_multiple_of(64) {
-                        ask(base.wrapping_add(j * stride + t + ahead));
+                        prefetch(base.wrapping_add(j * stride + t + ahead));
                     }
                     let v = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(
                         mask,
@@ -85,9 +86,7 @@ unsafe fn box_sums_n<const N: usize>(
     // (Here, not in `sum`: a call there left the closure outlined, without AVX-512, at 10× the time.)
     let ask_at = |t: usize| {
         if ahead != 0 {
-            for r in row {
-                ask(r.wrapping_add(t + ahead));
-            }
+            prefetch_window(&row, t + ahead, false);
         }
     };
     let mut t = lo;

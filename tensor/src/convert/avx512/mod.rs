@@ -15,8 +15,8 @@ use std::arch::x86_64::*;
 
 mod boxes;
 mod taps;
+use super::hint::prefetch_window;
 pub(super) use boxes::{box_blocks, box_sums, pack_words};
-use taps::ask;
 pub(super) use taps::{
     multitap, multitap_bytes, multitap_vertical, pack_bytes, vertical_bytes, whole, whole_bytes,
 };
@@ -327,9 +327,14 @@ pub(super) unsafe fn sample(
 ) -> usize {
     assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
     let blocks = match plan.split {
-        true => {
-            group_dispatch!(split_blocks, false => [false, false], g.members.len(), single, wy != 0.0, (r0, r1, wy, g, plan, wq, out, ahead))
-        }
+        true => group_dispatch!(
+            split_blocks,
+            false => [false, false],
+            g.members.len(),
+            single,
+            wy != 0.0,
+            (r0, r1, wy, g, plan, wq, out, ahead)
+        ),
         false => group_dispatch!(
             sample_blocks,
             plan.narrow => [false, true],
@@ -377,9 +382,8 @@ unsafe fn split_blocks<const UNUSED: bool, const M: usize, const SINGLE: bool, c
             let (ba, bb) =
                 (*plan.bases.get_unchecked(2 * b) as usize, *plan.bases.get_unchecked(2 * b + 1) as usize);
             for d in ahead.into_iter().filter(|&d| d != 0) {
-                for at in [ba, ba + 64, bb, bb + 64] {
-                    ask(r0.as_ptr().wrapping_add(at + d));
-                }
+                prefetch_window(&[r0.as_ptr()], ba + d, true);
+                prefetch_window(&[r0.as_ptr()], bb + d, true);
             }
             let load = |r: &[u8], at: usize| _mm512_loadu_si512(r.as_ptr().add(at) as *const _);
             let w0 = [load(r0, ba), load(r0, ba + 64), load(r0, bb), load(r0, bb + 64)];
@@ -439,10 +443,7 @@ unsafe fn sample_blocks<const NARROW: bool, const M: usize, const SINGLE: bool, 
         unsafe {
             let base = *plan.bases.get_unchecked(b) as usize;
             for d in ahead.into_iter().filter(|&d| d != 0) {
-                ask(r0.as_ptr().wrapping_add(base + d));
-                if !NARROW {
-                    ask(r0.as_ptr().wrapping_add(base + 64 + d));
-                }
+                prefetch_window(&[r0.as_ptr()], base + d, !NARROW);
             }
             let load = |r: &[u8], at: usize| _mm512_loadu_si512(r.as_ptr().add(base + at) as *const _);
             let zero = _mm512_setzero_si512();

@@ -6,6 +6,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use crate::convert::baseline::VTaps;
+use crate::convert::hint::prefetch_window;
 use crate::convert::plan::{Blocks, Whole, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT};
 use std::arch::x86_64::*;
 
@@ -131,12 +132,7 @@ unsafe fn multitap_blocks<
         unsafe {
             let base = *plan.bases.get_unchecked(b) as usize;
             if ahead != 0 {
-                for r in row {
-                    ask(r.wrapping_add(base + ahead));
-                    if !NARROW {
-                        ask(r.wrapping_add(base + 64 + ahead));
-                    }
-                }
+                prefetch_window(&row, base + ahead, !NARROW);
             }
             let a: [__m512i; R] = std::array::from_fn(|i| _mm512_loadu_si512(row[i].add(base) as *const _));
             let c: [__m512i; R] = std::array::from_fn(|i| match NARROW {
@@ -225,13 +221,6 @@ pub(super) unsafe fn store_lanes<const M: usize>(out: &[*mut f32; 4], b: usize, 
             }
         }
     }
-}
-
-/// A line a later output row reads, into the second-level cache (as the driver's `prefetch`):
-/// a hint, it never faults.
-#[inline(always)]
-pub(super) fn ask(p: *const u8) {
-    unsafe { _mm_prefetch::<_MM_HINT_T1>(p.cast()) };
 }
 
 /// A multi-tap filter's vertical pass at sixteen lanes (`avx2::multitap_vertical` at twice the
@@ -418,12 +407,7 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize, const
         let base = *plan.bases.get_unchecked(b) as usize;
         // Every block's window, whole or not: the rows' lines in order, a few per block.
         if ahead != 0 {
-            for r in row {
-                ask(r.wrapping_add(base + ahead));
-                if !NARROW {
-                    ask(r.wrapping_add(base + 64 + ahead));
-                }
-            }
+            prefetch_window(&row, base + ahead, !NARROW);
         }
         if !*plan.whole.get_unchecked(b) {
             continue;
@@ -600,8 +584,7 @@ pub(in crate::convert) unsafe fn pack_bytes(row: &[u8], from: usize, out: &mut [
         unsafe {
             let at = row.as_ptr().add(from + 2 * j);
             if ahead != 0 {
-                ask(at.wrapping_add(ahead));
-                ask(at.wrapping_add(ahead + 64));
+                prefetch_window(&[at], ahead, true);
             }
             let v = _mm512_permutex2var_epi8(
                 _mm512_loadu_si512(at as *const _),

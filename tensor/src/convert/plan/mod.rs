@@ -303,7 +303,7 @@ impl Axis {
     /// and output `i + ahead - 1` did not, in bytes of a plane of `len` bytes, rows `stride`
     /// apart: `[first, second]`, the second only where that output blends two rows; 0 where there
     /// is no such output, it reads the rows the one before it read, or a row is past the plane.
-    /// What a kernel reading output `i`'s rows asks for again (`driver::sample_ahead`).
+    /// What a kernel reading output `i`'s rows asks for again (`driver::direct_rows`).
     pub(super) fn ahead(&self, i: usize, ahead: usize, stride: usize, len: usize) -> [usize; 2] {
         let on = i + ahead;
         if ahead == 0 || on >= self.i0.len().min(self.i1.len()).min(self.w.len()) {
