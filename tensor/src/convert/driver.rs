@@ -604,6 +604,9 @@ fn multitap_horizontal(
         if let Some(plan) = b16 {
             return unsafe { avx512::multitap(rows, plan, pil, out, None, ahead) };
         }
+        if let Some(plan) = g.px8.as_ref().filter(|p| c.avx2() && fits(p.reach)) {
+            return unsafe { avx2::pixels(rows, plan, pil, g.members.len(), out, ahead) };
+        }
         if let Some(plan) = g.b8.as_ref().filter(|p| c.avx2() && fits(p.reach)) {
             return unsafe { avx2::multitap(rows, plan, pil, out, ahead) };
         }

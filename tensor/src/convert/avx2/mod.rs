@@ -13,8 +13,10 @@ use super::finish::{
 use super::plan::{group_dispatch, group_tail, Group, Shuffle, WEIGHT_UNIT};
 use std::arch::x86_64::*;
 
+mod pixels;
 mod taps;
 use super::hint::prefetch;
+pub(super) use pixels::pixels;
 pub(super) use taps::{box_blocks, box_sums, multitap, multitap_vertical};
 
 /// The CPU has what the kernels here use.

@@ -9,9 +9,13 @@ use crate::preprocess::Interpolation;
 use crate::{Error, Result};
 use std::ops::Range;
 
+mod pixels;
 mod taps;
 mod weights;
 mod whole;
+pub(super) use pixels::Pixels;
+#[cfg(any(test, target_arch = "x86_64"))]
+pub(super) use pixels::TAIL_COPY;
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_imports))]
 pub(super) use taps::{Blocks, PIL_HALF, PIL_SPLIT, TAP_UNIT};
 pub(super) use taps::{Compact, TapGroup};

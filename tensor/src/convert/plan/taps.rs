@@ -39,6 +39,9 @@ pub(in crate::convert) struct TapGroup {
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) b16: Option<Blocks>,
     pub(in crate::convert) b8: Option<Blocks>,
+    /// Four-byte pixels' blocks, a pixel's channels per lane (AVX2, `plan::Pixels`).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(in crate::convert) px8: Option<super::Pixels>,
     /// An exact box (`Taps::exact` on both axes): 16-dword blocks over the rows' vertical sums
     /// (`u16` samples, `Blocks::words`), for the AVX-512 level that sums rows first.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -183,14 +186,15 @@ pub(in crate::convert) fn tap_groups(
             }
             false => None,
         };
-        groups.push(TapGroup { members, b16, b8: plan(2, false), w16, w8, whole, compact });
+        let px8 = super::Pixels::new(&base[k], &offsets, c.step, t, len, pil);
+        groups.push(TapGroup { members, b16, b8: plan(2, false), px8, w16, w8, whole, compact });
     }
     groups
 }
 
 /// The weight pair `p` of output `x` as (low, high) i16 halves of two u32 (whole or PIL's `hi`,
 /// PIL's `lo`); `None` where a weight does not fit (no filter here makes one).
-fn pair(t: &Taps, pil: bool, x: usize, p: usize) -> Option<(u32, u32)> {
+pub(super) fn pair(t: &Taps, pil: bool, x: usize, p: usize) -> Option<(u32, u32)> {
     let half = |v: i32| -> Option<u32> { i16::try_from(v).ok().map(|h| h as u16 as u32) };
     let (mut hi, mut lo) = (0, 0);
     for (s, j) in [(0, 2 * p), (16, 2 * p + 1)] {

@@ -250,7 +250,7 @@ fn exact_boxes() {
 #[allow(clippy::needless_range_loop)]
 fn tap_blocks_give_the_scalar_sums() {
     use crate::preprocess::Interpolation as I;
-    let mut checked = [0usize; 2];
+    let mut checked = [0usize; 4];
     let formats =
         [PixelFormat::Nv12, PixelFormat::Rgba, PixelFormat::Rgb, PixelFormat::Yuy2, PixelFormat::Gray8];
     for format in formats {
@@ -360,12 +360,50 @@ fn tap_blocks_give_the_scalar_sums() {
                         assert!(bl.reach <= row_len[lead.plane]);
                         assert!(bl.done <= n);
                     }
+                    // The pixel blocks: each pixel's windows from its base (past the row's
+                    // end: the copy of its last bytes, zeros after), the two fixed controls.
+                    if let Some(px) = &g.px8 {
+                        let len = row_len[lead.plane];
+                        assert!(px.reach <= len && px.done <= n && px.tail <= len);
+                        let mut copy = vec![0u8; TAIL_COPY];
+                        copy[..len - px.tail].copy_from_slice(&row[px.tail..len]);
+                        let words = |v: u32| [v as u16 as i16 as i64, (v >> 16) as u16 as i16 as i64];
+                        for x in 0..px.done {
+                            let (b, i, high) = (x / 8, x % 4, x % 8 >= 4);
+                            let start = px.bases[x] as usize;
+                            let window: &[u8] = match b < px.edge {
+                                true => &row[start..start + 16 * px.windows],
+                                false => &copy[start - px.tail..][..16 * px.windows],
+                            };
+                            for m in 0..g.members.len() {
+                                let mut sum = [0i64; 2];
+                                for p in 0..px.pairs {
+                                    let (a, z) = (window[8 * p + m] as i64, window[8 * p + 4 + m] as i64);
+                                    let lane = usize::from(high) * 4;
+                                    let [h0, h1] = words(px.hi[px.at(b, i, p)].0[lane]);
+                                    sum[0] += a * h0 + z * h1;
+                                    if pil {
+                                        let [l0, l1] = words(px.lo[px.at(b, i, p)].0[lane]);
+                                        sum[1] += a * l0 + z * l1;
+                                    }
+                                }
+                                let got = if pil { (sum[0] << taps::PIL_SPLIT) + sum[1] } else { sum[0] };
+                                assert_eq!(
+                                    got,
+                                    want(m, x),
+                                    "{format:?} {interp:?} {w}->{n} pixels, output {x}"
+                                );
+                                checked[2 + usize::from(b >= px.edge)] += 1;
+                            }
+                        }
+                    }
                 }
             }
         }
     }
-    // Both block kinds ran on every kind of group (a plan that fits nowhere checks nothing).
-    assert!(checked.iter().all(|&c| c > 50_000), "{checked:?}");
+    // Every block kind ran (a plan that fits nowhere checks nothing).
+    let [four, two, pixels, copied] = checked;
+    assert!(four > 50_000 && two > 50_000 && pixels > 10_000 && copied > 100, "{checked:?}");
 }
 
 /// PIL's weights taken as whole `k / D` (`weights::pil_whole`) give PIL's byte for any bytes: on
