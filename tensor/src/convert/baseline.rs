@@ -12,7 +12,7 @@ use super::finish::{
     channels, clamp_ps, fill_blocks, gray, put, round_even_small, FinishValues, Out, SendPtr, CS_BGR,
     CS_GRAY, CS_RGBA, RAW8, RGB, YUV,
 };
-use super::plan::{Blocks, Comp, Compact, MultiTap, TapGroup, Taps, PIL_HALF, PIL_SHIFT};
+use super::plan::{Comp, Compact, MultiTap, TapGroup, Taps, PIL_HALF, PIL_SHIFT};
 use crate::dtype::{f16, DType};
 use std::ops::Range;
 
@@ -443,7 +443,7 @@ pub(super) fn ahead_bytes(rows: &Taps, cy: usize, stride: usize, len: usize) -> 
 }
 
 /// Output row `cy` of the groups of an exact box that have rows-first blocks at the level
-/// (`plan_of(g)`: `TapGroup::w16` or its packed form at AVX-512, `w8` at AVX2; see
+/// (`plan_of(g)`: `TapGroup::w16` or its packed form at AVX-512, `pw8` or `w8` at AVX2; see
 /// `plan::EXACT_MAX`): per group, `sums(bytes, stride, first, k_y, (lo, hi), sums, ahead)` makes
 /// the vertical sums `Σ k_y b` of the samples its taps read (asking for the lines `ahead` on),
 /// `blocks(g, sums, inv, out)` filters them across (whole blocks; it says how many outputs), and
@@ -454,17 +454,17 @@ pub(super) fn ahead_bytes(rows: &Taps, cy: usize, stride: usize, len: usize) -> 
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(super) fn box_row(
-    m: &MultiTap,
+pub(super) fn box_row<'m, P: Copy>(
+    m: &'m MultiTap,
     comps: &[Comp],
     planes: &[(&[u8], usize); 3],
     cy: usize,
     (sums, packed): (&mut [u16], &mut [u16]),
     out: &mut [Vec<f32>; 4],
-    plan_of: impl Fn(&TapGroup) -> Option<(&Blocks, Option<&Compact>)>,
+    plan_of: impl Fn(&'m TapGroup) -> Option<(P, Option<&'m Compact>)>,
     mut vsum: impl FnMut(&[u8], usize, usize, &[i16], (usize, usize), &mut [u16], usize),
     mut pack: impl FnMut(&[u16], usize, &mut [u16]),
-    mut blocks: impl FnMut(&Blocks, &[u16], f32, [*mut f32; 4]) -> usize,
+    mut blocks: impl FnMut(P, &[u16], f32, [*mut f32; 4]) -> usize,
 ) -> (u32, u64, u64) {
     let (mut groups, mut made, mut all) = (0, 0, 0);
     // The sums made last (plane, weights, span): YUY2's luma and chroma groups sum the same rows.

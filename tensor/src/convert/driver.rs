@@ -16,6 +16,8 @@ use super::finish::{SendPtr, BLOCK, PATTERN};
 use super::hint::prefetch;
 #[cfg(target_arch = "aarch64")]
 use super::neon;
+#[cfg(target_arch = "x86_64")]
+use super::plan::Pixels;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::plan::{Blocks, Compact, TapGroup};
 use super::plan::{Comp, MultiTap};
@@ -364,7 +366,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             if c.avx2() && !s.ring.sums.is_empty() {
                 let wide = c.avx512();
                 // AVX-512: the 16-dword word blocks, packed where the group is; AVX2: 8 dwords.
-                let plan_of: RowsFirst = if wide { rows_first_avx512 } else { rows_first_w8 };
+                let plan_of: RowsFirst = if wide { rows_first_avx512 } else { rows_first_avx2 };
                 let vsum = |b: &[u8], stride, first, k: &[i16], span, sums: &mut [u16], ahead| unsafe {
                     match wide {
                         true => avx512::box_sums(b, stride, first, k, span, sums, ahead),
@@ -372,10 +374,11 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                     }
                 };
                 let pack = |v: &[u16], from, out: &mut [u16]| unsafe { avx512::pack_words(v, from, out) };
-                let blocks = |plan: &_, sums: &[u16], inv, out| unsafe {
-                    match wide {
-                        true => avx512::box_blocks(sums, plan, inv, out),
-                        false => avx2::box_blocks(sums, plan, inv, out),
+                let blocks = |plan: Across<'_>, sums: &[u16], inv, out| unsafe {
+                    match (plan, wide) {
+                        (Across::Pixels(plan), _) => avx2::pixel_words(sums, plan, inv, out),
+                        (Across::Blocks(plan), true) => avx512::box_blocks(sums, plan, inv, out),
+                        (Across::Blocks(plan), false) => avx2::box_blocks(sums, plan, inv, out),
                     }
                 };
                 let buffers = (&mut s.ring.sums[..], &mut s.ring.packed[..]);
@@ -556,21 +559,40 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
     }
 }
 
-/// A group's rows-first blocks at a level (`baseline::box_row`), and its packed form.
+/// A group's rows-first plan at a level (`baseline::box_row`): blocks over the sums, or (AVX2)
+/// four-byte pixels' blocks.
 #[cfg(target_arch = "x86_64")]
-type RowsFirst = for<'a> fn(&'a TapGroup) -> Option<(&'a Blocks, Option<&'a Compact>)>;
+#[derive(Clone, Copy)]
+enum Across<'a> {
+    Blocks(&'a Blocks),
+    Pixels(&'a Pixels),
+}
+
+/// A group's rows-first plan at a level, and its packed form.
+#[cfg(target_arch = "x86_64")]
+type RowsFirst = for<'a> fn(&'a TapGroup) -> Option<(Across<'a>, Option<&'a Compact>)>;
 
 /// AVX-512: the 16-dword word blocks, over the packed row where the group has one.
 #[cfg(target_arch = "x86_64")]
-fn rows_first_avx512(g: &TapGroup) -> Option<(&Blocks, Option<&Compact>)> {
+fn rows_first_avx512(g: &TapGroup) -> Option<(Across<'_>, Option<&Compact>)> {
     match g.compact.as_deref().filter(|p| p.w16.is_some()) {
-        Some(p) => p.w16.as_ref().map(|w| (w, Some(p))),
-        None => g.w16.as_ref().map(|w| (w, None)),
+        Some(p) => p.w16.as_ref().map(|w| (Across::Blocks(w), Some(p))),
+        None => g.w16.as_ref().map(|w| (Across::Blocks(w), None)),
     }
 }
 
-/// AVX2 and NEON: the 8-dword word blocks over the row as it is.
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+/// AVX2: four-byte pixels' blocks where the group has them (RGBA's member-major word blocks
+/// span too many pieces to be planned), else the 8-dword word blocks.
+#[cfg(target_arch = "x86_64")]
+fn rows_first_avx2(g: &TapGroup) -> Option<(Across<'_>, Option<&Compact>)> {
+    match &g.pw8 {
+        Some(p) => Some((Across::Pixels(p), None)),
+        None => g.w8.as_ref().map(|w| (Across::Blocks(w), None)),
+    }
+}
+
+/// NEON: the 8-dword word blocks over the row as it is.
+#[cfg(target_arch = "aarch64")]
 fn rows_first_w8(g: &TapGroup) -> Option<(&Blocks, Option<&Compact>)> {
     g.w8.as_ref().map(|w| (w, None))
 }

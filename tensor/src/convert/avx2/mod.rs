@@ -16,7 +16,7 @@ use std::arch::x86_64::*;
 mod pixels;
 mod taps;
 use super::hint::prefetch;
-pub(super) use pixels::pixels;
+pub(super) use pixels::{pixel_words, pixels};
 pub(super) use taps::{box_blocks, box_sums, multitap, multitap_vertical};
 
 /// The CPU has what the kernels here use.

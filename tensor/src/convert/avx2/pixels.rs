@@ -29,44 +29,98 @@ pub(in crate::convert) unsafe fn pixels(
     assert!(plan.hi.len() >= 4 * plan.pairs * (plan.done / 8) && (!pil || plan.lo.len() == plan.hi.len()));
     assert!(plan.bases.len() >= plan.done && (3..=4).contains(&members));
     let blocks = plan.done / 8;
+    assert!(
+        !pil || plan.whole.is_empty()
+            || (plan.whole.len() >= blocks
+                && plan.wk.len() >= 4 * blocks * plan.windows
+                && [&plan.wd, &plan.wm, &plan.ws].iter().all(|v| v.len() >= 4 * blocks)),
+        "whole-weight tables for every block"
+    );
+    assert!(!plan.words, "a plan over bytes");
     for (row, out) in rows.iter().zip(out) {
-        // The blocks past the row's end read its last bytes from a copy.
-        let mut copy = [0u8; TAIL_COPY];
-        copy[..plan.reach - plan.tail].copy_from_slice(&row[plan.tail..plan.reach]);
-        let parts = [
-            (row.as_ptr(), 0..plan.edge, ahead),
-            (copy.as_ptr().wrapping_sub(plan.tail), plan.edge..blocks, 0),
-        ];
-        for (src, range, ahead) in parts {
-            macro_rules! go {
-                ($w:expr) => {
-                    match (pil, members) {
-                        (true, 3) => unsafe { pixel_blocks::<$w, true, 3>(src, plan, range, out, ahead) },
-                        (true, _) => unsafe { pixel_blocks::<$w, true, 4>(src, plan, range, out, ahead) },
-                        (false, 3) => unsafe { pixel_blocks::<$w, false, 3>(src, plan, range, out, ahead) },
-                        (false, _) => unsafe { pixel_blocks::<$w, false, 4>(src, plan, range, out, ahead) },
-                    }
-                };
-            }
-            match plan.windows {
-                1 => go!(1),
-                2 => go!(2),
-                3 => go!(3),
-                _ => go!(4),
-            }
-        }
+        unsafe { run::<false>(row, plan, pil, members, out, TAP_UNIT, ahead) };
     }
     plan.done
 }
 
-/// Blocks `range` with `W` windows a pixel, PIL's split weights or not, `M` members stored;
-/// `src` the row (or the copy of its end, addressed as the row).
+/// The pixel blocks of a `words` plan (an exact box's rows summed first, `baseline::box_row`) over
+/// the sums `sums` into the members' rows `out` (null past them): per tap pair one `pshufb` and
+/// one `pmaddwd`, exact in i32, times `inv`, as `box_blocks`. Returns the outputs each member has.
+///
+/// # Safety
+/// The CPU has AVX2; `out` holds 3 or 4 rows, each `plan.done` writable values.
+#[target_feature(enable = "avx2,fma")]
+pub(in crate::convert) unsafe fn pixel_words(
+    sums: &[u16],
+    plan: &Pixels,
+    inv: f32,
+    out: [*mut f32; 4],
+) -> usize {
+    let members = out.iter().take_while(|p| !p.is_null()).count();
+    let bytes = unsafe { std::slice::from_raw_parts(sums.as_ptr() as *const u8, 2 * sums.len()) };
+    assert!(
+        plan.words && plan.reach <= bytes.len() && (3..=4).contains(&members),
+        "loads stay inside the sums"
+    );
+    assert!(plan.hi.len() >= 4 * plan.pairs * (plan.done / 8) && plan.bases.len() >= plan.done);
+    unsafe { run::<true>(bytes, plan, false, members, &out, inv, 0) };
+    plan.done
+}
+
+/// One row's blocks: those inside the row read it, those past its end a copy of its last bytes.
 #[inline(always)]
-unsafe fn pixel_blocks<const W: usize, const PIL: bool, const M: usize>(
+unsafe fn run<const WORDS: bool>(
+    row: &[u8],
+    plan: &Pixels,
+    pil: bool,
+    members: usize,
+    out: &[*mut f32; 4],
+    scale: f32,
+    ahead: usize,
+) {
+    let blocks = plan.done / 8;
+    let mut copy = [0u8; TAIL_COPY];
+    copy[..plan.reach - plan.tail].copy_from_slice(&row[plan.tail..plan.reach]);
+    let parts =
+        [(row.as_ptr(), 0..plan.edge, ahead), (copy.as_ptr().wrapping_sub(plan.tail), plan.edge..blocks, 0)];
+    for (src, range, ahead) in parts {
+        macro_rules! go {
+            ($w:expr) => {
+                match (pil, members) {
+                    (true, 3) => unsafe {
+                        pixel_blocks::<$w, true, 3, WORDS>(src, plan, range, out, scale, ahead)
+                    },
+                    (true, _) => unsafe {
+                        pixel_blocks::<$w, true, 4, WORDS>(src, plan, range, out, scale, ahead)
+                    },
+                    (false, 3) => unsafe {
+                        pixel_blocks::<$w, false, 3, WORDS>(src, plan, range, out, scale, ahead)
+                    },
+                    (false, _) => unsafe {
+                        pixel_blocks::<$w, false, 4, WORDS>(src, plan, range, out, scale, ahead)
+                    },
+                }
+            };
+        }
+        match plan.windows {
+            1 => go!(1),
+            2 => go!(2),
+            3 => go!(3),
+            _ => go!(4),
+        }
+    }
+}
+
+/// Blocks `range` with `W` windows a pixel, PIL's split weights or not, `M` members stored, over
+/// bytes or u16 sums (`WORDS`: a window is two pixels, one tap pair); `src` the row (or the copy
+/// of its end, addressed as the row); the OpenCV presets' and the sums' i32 times `scale`.
+#[inline(always)]
+unsafe fn pixel_blocks<const W: usize, const PIL: bool, const M: usize, const WORDS: bool>(
     src: *const u8,
     plan: &Pixels,
     range: std::ops::Range<usize>,
     out: &[*mut f32; 4],
+    scale: f32,
     ahead: usize,
 ) {
     let zero = _mm256_setzero_si256();
@@ -74,13 +128,27 @@ unsafe fn pixel_blocks<const W: usize, const PIL: bool, const M: usize>(
     // (control 1), as i16 halves.
     let z = -128i8;
     #[rustfmt::skip]
-    let ctl = [
-        _mm256_setr_epi8(0, z, 4, z, 1, z, 5, z, 2, z, 6, z, 3, z, 7, z,
-                         0, z, 4, z, 1, z, 5, z, 2, z, 6, z, 3, z, 7, z),
-        _mm256_setr_epi8(8, z, 12, z, 9, z, 13, z, 10, z, 14, z, 11, z, 15, z,
-                         8, z, 12, z, 9, z, 13, z, 10, z, 14, z, 11, z, 15, z),
-    ];
-    let unit = _mm256_set1_ps(TAP_UNIT);
+    let ctl = match WORDS {
+        false => [
+            _mm256_setr_epi8(0, z, 4, z, 1, z, 5, z, 2, z, 6, z, 3, z, 7, z,
+                             0, z, 4, z, 1, z, 5, z, 2, z, 6, z, 3, z, 7, z),
+            _mm256_setr_epi8(8, z, 12, z, 9, z, 13, z, 10, z, 14, z, 11, z, 15, z,
+                             8, z, 12, z, 9, z, 13, z, 10, z, 14, z, 11, z, 15, z),
+        ],
+        // Sums: channel c's u16 of the window's two pixels.
+        true => [_mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,
+                                  0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15); 2],
+    };
+    let per_window = if WORDS { 1 } else { 2 };
+    // Whole weights: channel c's taps 0-1 and 2-3 of the window side by side (i16s 2c, 2c + 1).
+    #[rustfmt::skip]
+    let four = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+                                0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    let ones = _mm256_set1_epi16(1);
+    let (whole, any_whole) = (plan.whole.as_ptr(), !plan.whole.is_empty());
+    let (wk, wd) = (plan.wk.as_ptr() as *const __m256i, plan.wd.as_ptr() as *const __m256i);
+    let (wm, ws) = (plan.wm.as_ptr() as *const __m256i, plan.ws.as_ptr() as *const __m256i);
+    let unit = _mm256_set1_ps(scale);
     let half = _mm256_set1_epi32(PIL_HALF);
     let top = _mm256_set1_epi32(255);
     let pairs = plan.pairs;
@@ -99,39 +167,63 @@ unsafe fn pixel_blocks<const W: usize, const PIL: bool, const M: usize>(
             }
             // Register i: pixels 8b + i (low lane) and 8b + 4 + i (high lane), every channel.
             let mut sums = [zero; 4];
-            for (i, sum) in sums.iter_mut().enumerate() {
-                let (a, c) = (*bases.add(8 * b + i) as usize, *bases.add(8 * b + 4 + i) as usize);
-                let (mut sh, mut sl) = (zero, zero);
-                for q in 0..W {
-                    let v = _mm256_loadu2_m128i(
-                        src.add(c + 16 * q) as *const __m128i,
-                        src.add(a + 16 * q) as *const __m128i,
-                    );
-                    for h in 0..2 {
-                        let p = 2 * q + h;
-                        if p >= pairs {
-                            break;
-                        }
-                        let t = _mm256_shuffle_epi8(v, ctl[h]);
-                        let at = plan.at(b, i, p);
-                        sh = _mm256_add_epi32(sh, _mm256_madd_epi16(t, _mm256_load_si256(hi.add(at))));
-                        if PIL {
-                            sl = _mm256_add_epi32(sl, _mm256_madd_epi16(t, _mm256_load_si256(lo.add(at))));
-                        }
-                    }
-                }
-                *sum = match PIL {
-                    true => {
-                        let s = _mm256_add_epi32(
-                            _mm256_add_epi32(_mm256_slli_epi32::<{ PIL_SPLIT as i32 }>(sh), sl),
-                            half,
+            if PIL && any_whole && *whole.add(b) {
+                for (i, sum) in sums.iter_mut().enumerate() {
+                    let (a, c) = (*bases.add(8 * b + i) as usize, *bases.add(8 * b + 4 + i) as usize);
+                    // Σ k · b in i16 (at most 255 · 127): per window its four taps of each
+                    // channel in adjacent bytes, added in pairs by one `pmaddubsw`.
+                    let mut acc = zero;
+                    for q in 0..W {
+                        let v = _mm256_loadu2_m128i(
+                            src.add(c + 16 * q) as *const __m128i,
+                            src.add(a + 16 * q) as *const __m128i,
                         );
-                        let s = _mm256_srai_epi32::<{ PIL_SHIFT as i32 }>(s);
-                        // As i32 bits (see `baseline::pil_byte`).
-                        _mm256_min_epi32(_mm256_max_epi32(s, zero), top)
+                        let k = _mm256_load_si256(wk.add(plan.window(b, i, q)));
+                        acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(_mm256_shuffle_epi8(v, four), k));
                     }
-                    false => _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(sh), unit)),
-                };
+                    let at = 4 * b + i;
+                    // S per channel, then PIL's byte ⌊(2S + D) / 2D⌋ (below 2^32 before the shift).
+                    let s = _mm256_madd_epi16(acc, ones);
+                    let t = _mm256_add_epi32(_mm256_add_epi32(s, s), _mm256_load_si256(wd.add(at)));
+                    let q = _mm256_mullo_epi32(t, _mm256_load_si256(wm.add(at)));
+                    *sum = _mm256_srlv_epi32(q, _mm256_load_si256(ws.add(at)));
+                }
+            } else {
+                for (i, sum) in sums.iter_mut().enumerate() {
+                    let (a, c) = (*bases.add(8 * b + i) as usize, *bases.add(8 * b + 4 + i) as usize);
+                    let (mut sh, mut sl) = (zero, zero);
+                    for q in 0..W {
+                        let v = _mm256_loadu2_m128i(
+                            src.add(c + 16 * q) as *const __m128i,
+                            src.add(a + 16 * q) as *const __m128i,
+                        );
+                        for h in 0..per_window {
+                            let p = per_window * q + h;
+                            if p >= pairs {
+                                break;
+                            }
+                            let t = _mm256_shuffle_epi8(v, ctl[h]);
+                            let at = plan.at(b, i, p);
+                            sh = _mm256_add_epi32(sh, _mm256_madd_epi16(t, _mm256_load_si256(hi.add(at))));
+                            if PIL {
+                                sl =
+                                    _mm256_add_epi32(sl, _mm256_madd_epi16(t, _mm256_load_si256(lo.add(at))));
+                            }
+                        }
+                    }
+                    *sum = match PIL {
+                        true => {
+                            let s = _mm256_add_epi32(
+                                _mm256_add_epi32(_mm256_slli_epi32::<{ PIL_SPLIT as i32 }>(sh), sl),
+                                half,
+                            );
+                            let s = _mm256_srai_epi32::<{ PIL_SHIFT as i32 }>(s);
+                            // As i32 bits (see `baseline::pil_byte`).
+                            _mm256_min_epi32(_mm256_max_epi32(s, zero), top)
+                        }
+                        false => _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(sh), unit)),
+                    };
+                }
             }
             // Per half: pixels × channels to channels × pixels; channel m of pixels 8b..8b + 8.
             let (t0, t1) = (_mm256_unpacklo_epi32(sums[0], sums[1]), _mm256_unpackhi_epi32(sums[0], sums[1]));

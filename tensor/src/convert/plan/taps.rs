@@ -48,6 +48,9 @@ pub(in crate::convert) struct TapGroup {
     pub(in crate::convert) w16: Option<Blocks>,
     /// The same in 8-dword blocks (AVX2, NEON).
     pub(in crate::convert) w8: Option<Blocks>,
+    /// Four-byte pixels' blocks over those sums (AVX2, `plan::Pixels::words`).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(in crate::convert) pw8: Option<super::Pixels>,
     /// PIL's whole weights (`Taps::d`): 32-lane blocks for the AVX-512 level (`plan::Whole`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) whole: Option<super::Whole>,
@@ -186,8 +189,10 @@ pub(in crate::convert) fn tap_groups(
             }
             false => None,
         };
-        let px8 = super::Pixels::new(&base[k], &offsets, c.step, t, len, pil);
-        groups.push(TapGroup { members, b16, b8: plan(2, false), px8, w16, w8, whole, compact });
+        let px8 = super::Pixels::new(&base[k], &offsets, c.step, t, len, pil, false);
+        let pw8 =
+            if exact { super::Pixels::new(&base[k], &offsets, c.step, t, len, false, true) } else { None };
+        groups.push(TapGroup { members, b16, b8: plan(2, false), px8, w16, w8, pw8, whole, compact });
     }
     groups
 }

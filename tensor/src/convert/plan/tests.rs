@@ -251,6 +251,7 @@ fn exact_boxes() {
 fn tap_blocks_give_the_scalar_sums() {
     use crate::preprocess::Interpolation as I;
     let mut checked = [0usize; 4];
+    let (mut whole_checked, mut checked_words) = (0, 0);
     let formats =
         [PixelFormat::Nv12, PixelFormat::Rgba, PixelFormat::Rgb, PixelFormat::Yuy2, PixelFormat::Gray8];
     for format in formats {
@@ -360,6 +361,48 @@ fn tap_blocks_give_the_scalar_sums() {
                         assert!(bl.reach <= row_len[lead.plane]);
                         assert!(bl.done <= n);
                     }
+                    // The pixel blocks over an exact box's u16 sums: a window is two pixels'
+                    // sums, one tap pair.
+                    if let Some(pw) = &g.pw8 {
+                        let len = row_len[lead.plane];
+                        assert!(pw.words && pw.reach <= 2 * len && pw.done <= n);
+                        let sums: Vec<u16> = (0..len).map(|i| (i * 7919 % 32749) as u16).collect();
+                        let bytes: Vec<u8> = sums.iter().flat_map(|v| v.to_le_bytes()).collect();
+                        let words = |v: u32| [v as u16 as i16 as i64, (v >> 16) as u16 as i16 as i64];
+                        let mut copy = vec![0u8; TAIL_COPY];
+                        copy[..2 * len - pw.tail].copy_from_slice(&bytes[pw.tail..]);
+                        for x in 0..pw.done {
+                            let (b, i, high) = (x / 8, x % 4, x % 8 >= 4);
+                            let start = pw.bases[x] as usize;
+                            let window: &[u8] = match b < pw.edge {
+                                true => &bytes[start..start + 16 * pw.windows],
+                                false => &copy[start - pw.tail..][..16 * pw.windows],
+                            };
+                            let sample = |at: usize| u16::from_le_bytes([window[at], window[at + 1]]) as i64;
+                            for m in 0..g.members.len() {
+                                let k = g.members[m];
+                                let mut got = 0i64;
+                                for p in 0..pw.pairs {
+                                    let (a, z) = (sample(16 * p + 2 * m), sample(16 * p + 8 + 2 * m));
+                                    let [h0, h1] = words(pw.hi[pw.at(b, i, p)].0[4 * usize::from(high)]);
+                                    got += a * h0 + z * h1;
+                                }
+                                let want: i64 = (0..t.taps)
+                                    .map(|j| {
+                                        let at = plan.base[k][x] as usize + 4 * j;
+                                        let w = (t.w[x * t.taps + j] as f64 * TAP_STEPS) as i64;
+                                        if w == 0 {
+                                            0
+                                        } else {
+                                            w * sums[at] as i64
+                                        }
+                                    })
+                                    .sum();
+                                assert_eq!(got, want, "{format:?} {interp:?} {w}->{n} sums, output {x}");
+                                checked_words += 1;
+                            }
+                        }
+                    }
                     // The pixel blocks: each pixel's windows from its base (past the row's
                     // end: the copy of its last bytes, zeros after), the two fixed controls.
                     if let Some(px) = &g.px8 {
@@ -394,6 +437,27 @@ fn tap_blocks_give_the_scalar_sums() {
                                     "{format:?} {interp:?} {w}->{n} pixels, output {x}"
                                 );
                                 checked[2 + usize::from(b >= px.edge)] += 1;
+                                // A whole block: Σ k · b over the windows, then ⌊(2S + D) · m /
+                                // 2^(16 + s)⌋ is PIL's byte of the sum above.
+                                if px.whole.get(b) == Some(&true) {
+                                    let (hl, lane) = (usize::from(high), 4 * usize::from(high) + m);
+                                    let s: i64 = (0..px.windows)
+                                        .flat_map(|q| (0..4).map(move |j| (q, j)))
+                                        .map(|(q, j)| {
+                                            let k = px.wk[px.window(b, i, q)].0[16 * hl + 4 * m + j];
+                                            window[16 * q + 4 * j + m] as i64 * k as i64
+                                        })
+                                        .sum();
+                                    let at = 4 * b + i;
+                                    let t = (2 * s + px.wd[at].0[lane] as i64) as u64;
+                                    let byte = (t * px.wm[at].0[lane] as u64) >> px.ws[at].0[lane];
+                                    let pil_byte = ((want(m, x) + (1 << 21)) >> 22).clamp(0, 255);
+                                    assert_eq!(
+                                        byte as i64, pil_byte,
+                                        "{format:?} {interp:?} {w}->{n} whole {x}"
+                                    );
+                                    whole_checked += 1;
+                                }
                             }
                         }
                     }
@@ -404,6 +468,7 @@ fn tap_blocks_give_the_scalar_sums() {
     // Every block kind ran (a plan that fits nowhere checks nothing).
     let [four, two, pixels, copied] = checked;
     assert!(four > 50_000 && two > 50_000 && pixels > 10_000 && copied > 100, "{checked:?}");
+    assert!(whole_checked > 1000 && checked_words > 1000, "{whole_checked} {checked_words}");
 }
 
 /// PIL's weights taken as whole `k / D` (`weights::pil_whole`) give PIL's byte for any bytes: on
