@@ -20,6 +20,19 @@ pub(super) fn prefetch(p: *const u8) {
     let _ = p;
 }
 
+/// Every line of bytes `first..=last` from `p` (the last one even where the span is not a whole
+/// number of lines from `first`): a block's taps at the distance of a later row.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[inline(always)]
+pub(super) fn prefetch_span(p: *const u8, first: usize, last: usize) {
+    let mut at = first;
+    while at <= last {
+        prefetch(p.wrapping_add(at));
+        at += 64;
+    }
+    prefetch(p.wrapping_add(last));
+}
+
 /// The line `at` bytes into each of `rows` and, `wide`, the one 64 bytes on: a kernel's window
 /// of 64 or 128 bytes, at the distance of a later row. (`wrapping_add`: the address is a hint's,
 /// never read.)

@@ -531,9 +531,12 @@ impl Converter {
                         acc: vec![0; if multi.is_some() { rect.width } else { 0 }],
                         sums: match &multi {
                             Some(m)
-                                if m.groups
-                                    .iter()
-                                    .any(|g| g.w16.is_some() || g.w8.is_some() || g.compact.is_some()) =>
+                                if m.groups.iter().any(|g| {
+                                    g.w16.is_some()
+                                        || g.w8.is_some()
+                                        || g.pw8.is_some()
+                                        || g.compact.is_some()
+                                }) =>
                             {
                                 vec![0; m.row_len.iter().copied().max().unwrap_or(0)]
                             }

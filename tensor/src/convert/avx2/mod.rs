@@ -15,7 +15,7 @@ use std::arch::x86_64::*;
 
 mod pixels;
 mod taps;
-use super::hint::prefetch;
+use super::hint::{prefetch, prefetch_span};
 pub(super) use pixels::{pixel_words, pixels};
 pub(super) use taps::{box_blocks, box_sums, multitap, multitap_vertical};
 
@@ -160,11 +160,7 @@ pub(super) unsafe fn gather(
             // The lines from the block's first tap to its last, at each distance.
             let (first, last) = (*g.i0.get_unchecked(x) as usize, *g.i1.get_unchecked(x + 7) as usize + 3);
             for d in ahead.into_iter().filter(|&d| d != 0) {
-                let mut at = first;
-                while at <= last {
-                    prefetch(r0.as_ptr().wrapping_add(at + d));
-                    at += 64;
-                }
+                prefetch_span(r0.as_ptr().wrapping_add(d), first, last);
             }
             let ia = _mm256_loadu_si256(g.i0.as_ptr().add(x) as *const __m256i);
             let ib = _mm256_loadu_si256(g.i1.as_ptr().add(x) as *const __m256i);

@@ -1,8 +1,9 @@
 //! The AVX2 level's multi-tap horizontal pass over four-byte pixels (`plan::Pixels`): a lane
 //! per output pixel, its channels side by side.
 
-use crate::convert::hint::prefetch;
-use crate::convert::plan::{Pixels, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAIL_COPY, TAP_UNIT};
+use super::taps::pil_bytes;
+use crate::convert::hint::prefetch_span;
+use crate::convert::plan::{Pixels, TAIL_COPY, TAP_UNIT};
 use std::arch::x86_64::*;
 
 /// The pixel blocks of `plan` over source rows `rows` into each row's members' rows `out[i]`
@@ -149,21 +150,18 @@ unsafe fn pixel_blocks<const W: usize, const PIL: bool, const M: usize, const WO
     let (wk, wd) = (plan.wk.as_ptr() as *const __m256i, plan.wd.as_ptr() as *const __m256i);
     let (wm, ws) = (plan.wm.as_ptr() as *const __m256i, plan.ws.as_ptr() as *const __m256i);
     let unit = _mm256_set1_ps(scale);
-    let half = _mm256_set1_epi32(PIL_HALF);
-    let top = _mm256_set1_epi32(255);
     let pairs = plan.pairs;
     let (bases, hi, lo) =
         (plan.bases.as_ptr(), plan.hi.as_ptr() as *const __m256i, plan.lo.as_ptr() as *const __m256i);
+    // Window `q` of the pixels whose taps start at bytes `a` (low lane) and `c` (high lane).
+    let window = |a: usize, c: usize, q: usize| unsafe {
+        _mm256_loadu2_m128i(src.add(c + 16 * q) as *const __m128i, src.add(a + 16 * q) as *const __m128i)
+    };
     for b in range {
         unsafe {
             if ahead != 0 {
                 let (first, last) = (*bases.add(8 * b) as usize, *bases.add(8 * b + 7) as usize + 16 * W - 1);
-                let mut at = first;
-                while at <= last {
-                    prefetch(src.wrapping_add(at + ahead));
-                    at += 64;
-                }
-                prefetch(src.wrapping_add(last + ahead));
+                prefetch_span(src.wrapping_add(ahead), first, last);
             }
             // Register i: pixels 8b + i (low lane) and 8b + 4 + i (high lane), every channel.
             let mut sums = [zero; 4];
@@ -174,10 +172,7 @@ unsafe fn pixel_blocks<const W: usize, const PIL: bool, const M: usize, const WO
                     // channel in adjacent bytes, added in pairs by one `pmaddubsw`.
                     let mut acc = zero;
                     for q in 0..W {
-                        let v = _mm256_loadu2_m128i(
-                            src.add(c + 16 * q) as *const __m128i,
-                            src.add(a + 16 * q) as *const __m128i,
-                        );
+                        let v = window(a, c, q);
                         let k = _mm256_load_si256(wk.add(plan.window(b, i, q)));
                         acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(_mm256_shuffle_epi8(v, four), k));
                     }
@@ -193,10 +188,7 @@ unsafe fn pixel_blocks<const W: usize, const PIL: bool, const M: usize, const WO
                     let (a, c) = (*bases.add(8 * b + i) as usize, *bases.add(8 * b + 4 + i) as usize);
                     let (mut sh, mut sl) = (zero, zero);
                     for q in 0..W {
-                        let v = _mm256_loadu2_m128i(
-                            src.add(c + 16 * q) as *const __m128i,
-                            src.add(a + 16 * q) as *const __m128i,
-                        );
+                        let v = window(a, c, q);
                         for h in 0..per_window {
                             let p = per_window * q + h;
                             if p >= pairs {
@@ -212,15 +204,7 @@ unsafe fn pixel_blocks<const W: usize, const PIL: bool, const M: usize, const WO
                         }
                     }
                     *sum = match PIL {
-                        true => {
-                            let s = _mm256_add_epi32(
-                                _mm256_add_epi32(_mm256_slli_epi32::<{ PIL_SPLIT as i32 }>(sh), sl),
-                                half,
-                            );
-                            let s = _mm256_srai_epi32::<{ PIL_SHIFT as i32 }>(s);
-                            // As i32 bits (see `baseline::pil_byte`).
-                            _mm256_min_epi32(_mm256_max_epi32(s, zero), top)
-                        }
+                        true => pil_bytes(sh, sl),
                         false => _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(sh), unit)),
                     };
                 }

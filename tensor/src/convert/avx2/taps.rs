@@ -96,8 +96,6 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
     assert!(!PIL || plan.lo.len() >= blocks * pairs * 8);
     let zero = _mm256_setzero_si256();
     let unit = _mm256_set1_ps(TAP_UNIT);
-    let half = _mm256_set1_epi32(PIL_HALF);
-    let top = _mm256_set1_epi32(255);
     let (hi, lo, controls) = (plan.hi.as_ptr(), plan.lo.as_ptr(), plan.shuf.as_ptr());
     let row: [*const u8; R] = std::array::from_fn(|i| rows[i].as_ptr());
     // The windows of lane bases `at` (a block's, or a block's pair's where they slide).
@@ -155,15 +153,7 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
             }
             for i in 0..R {
                 let v = match PIL {
-                    true => {
-                        let s = _mm256_add_epi32(
-                            _mm256_add_epi32(_mm256_slli_epi32::<{ PIL_SPLIT as i32 }>(sh[i]), sl[i]),
-                            half,
-                        );
-                        let s = _mm256_srai_epi32::<{ PIL_SHIFT as i32 }>(s);
-                        // As i32 bits (see `baseline::pil_byte`).
-                        _mm256_castsi256_ps(_mm256_min_epi32(_mm256_max_epi32(s, zero), top))
-                    }
+                    true => _mm256_castsi256_ps(pil_bytes(sh[i], sl[i])),
                     false => _mm256_mul_ps(_mm256_cvtepi32_ps(sh[i]), unit),
                 };
                 store_lanes::<M>(&out[i], b, v);
@@ -171,6 +161,18 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
         }
     }
     plan.done
+}
+
+/// PIL's byte of each dword's split sums (`(Σ hi·b) · 2^11 + Σ lo·b`, see `plan::PIL_SPLIT`):
+/// rounded by PIL's half, shifted, clamped to 0..=255, as i32 bits (see `baseline::pil_byte`).
+#[inline(always)]
+pub(super) unsafe fn pil_bytes(sh: __m256i, sl: __m256i) -> __m256i {
+    let s = _mm256_add_epi32(
+        _mm256_add_epi32(_mm256_slli_epi32::<{ PIL_SPLIT as i32 }>(sh), sl),
+        _mm256_set1_epi32(PIL_HALF),
+    );
+    let s = _mm256_srai_epi32::<{ PIL_SHIFT as i32 }>(s);
+    _mm256_min_epi32(_mm256_max_epi32(s, _mm256_setzero_si256()), _mm256_set1_epi32(255))
 }
 
 /// Block `b`'s eight dwords into its members' rows by the lanes of `Blocks::new`: one member's
