@@ -64,7 +64,6 @@ impl Input {
 /// GStreamer buffers wrapping them.
 struct Frames {
     info: gst_video::VideoInfo,
-    fds: Vec<OwnedFd>,
     maps: Vec<&'static [u8]>,
     buffers: Vec<gst::Buffer>,
     /// The hot frame's bytes (the reference rows read them as the camera rows read `maps`).
@@ -92,7 +91,7 @@ fn frames(format: &str, w: u32, h: u32, input: Input) -> Frames {
         Input::Camera(n) => n,
     };
     let alloc = gst_allocators::DmaBufAllocator::new();
-    let (mut fds, mut maps, mut buffers, mut hot) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut maps, mut buffers, mut hot) = (Vec::new(), Vec::new(), Vec::new());
     for k in 0..n {
         let bytes: Vec<u8> = (0..size).map(|i| ((i * 131) ^ (i >> 11) ^ (k * 7919)) as u8).collect();
         if input == Input::Hot {
@@ -128,10 +127,9 @@ fn frames(format: &str, w: u32, h: u32, input: Input) -> Frames {
             )
             .unwrap();
         }
-        fds.push(fd);
         buffers.push(b);
     }
-    Frames { info, fds, maps, buffers, hot }
+    Frames { info, maps, buffers, hot }
 }
 
 /// ms per frame of `chain` between an appsrc pushing `frames` in rotation and a fakesink. The
@@ -150,36 +148,44 @@ fn measure(frames: &Frames, chain: &str, simd: Option<&str>) -> (f64, f64) {
     .unwrap();
     let src = pipeline.by_name("src").unwrap().downcast::<gst_app::AppSrc>().unwrap();
     src.set_caps(Some(&frames.info.to_caps().unwrap()));
-    src.set_max_buffers(4);
-    src.set_block(true);
+    // Every frame of the run is queued before it starts. A limited queue blocks the app thread's
+    // push at its limit (max-bytes' default, 200 000, is less than one frame), and each pop then
+    // wakes it: the streaming thread paid that cross-CPU wake on every frame, 0.034 ms on this
+    // VM (measured between the element's src-pad push and its next input), which a v4l2src
+    // thread dequeuing its own frames does not. The buffers are references to the frames' memories.
+    src.set_max_buffers(0);
+    src.set_max_bytes(0);
+    src.set_max_time(gst::ClockTime::ZERO);
     // Every camera buffer once before timing: its first use imports and maps it.
     let warmup = WARMUP.max(frames.buffers.len() + 2);
     let ends = std::sync::Arc::new(std::sync::Mutex::new(Vec::with_capacity(warmup + TIMED)));
+    // The process's minor faults once the warm-up frames have passed the sink.
+    let warm_faults = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
     {
-        let ends = ends.clone();
+        let (ends, warm_faults) = (ends.clone(), warm_faults.clone());
         pipeline.by_name("sink").unwrap().static_pad("sink").unwrap().add_probe(
             gst::PadProbeType::BUFFER,
             move |_, _| {
-                ends.lock().unwrap().push(Instant::now());
+                let mut ends = ends.lock().unwrap();
+                if ends.len() == warmup - 1 {
+                    warm_faults.store(minor_faults(), std::sync::atomic::Ordering::Relaxed);
+                }
+                ends.push(Instant::now());
                 gst::PadProbeReturn::Ok
             },
         );
     }
-    pipeline.set_state(gst::State::Playing).unwrap();
-    let hot = frames.fds.is_empty();
+    pipeline.set_state(gst::State::Paused).unwrap();
     let mut faults = (0, 0);
+    // The same memory again under a new buffer, as a driver's queue recycles it (the hot frame:
+    // one system-memory frame, pushed over and over).
     for i in 0..warmup + TIMED {
-        if i == warmup {
-            faults.0 = minor_faults();
-        }
-        let f = &frames.buffers[i % frames.buffers.len()];
-        // The hot frame is a fresh system-memory copy each time (as before); a camera buffer is
-        // the same memory again under a new buffer, as a driver's queue recycles it.
-        let mut b = if hot { f.copy_deep().unwrap() } else { f.copy() };
+        let mut b = frames.buffers[i % frames.buffers.len()].copy();
         b.get_mut().unwrap().set_pts(gst::ClockTime::from_mseconds(33 * i as u64));
         src.push_buffer(b).unwrap();
     }
     src.end_of_stream().unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
     let msg = pipeline
         .bus()
         .unwrap()
@@ -192,6 +198,7 @@ fn measure(frames: &Frames, chain: &str, simd: Option<&str>) -> (f64, f64) {
         panic!("{chain}: {} {:?}", e.error(), e.debug());
     }
     faults.1 = minor_faults();
+    faults.0 = warm_faults.load(std::sync::atomic::Ordering::Relaxed);
     pipeline.set_state(gst::State::Null).unwrap();
     std::env::remove_var("EDGEFIRST_CONVERT_SIMD");
     let ends = ends.lock().unwrap();
@@ -275,7 +282,7 @@ fn main() {
     cases.retain(|(_, _, input)| only_input.as_ref().is_none_or(|o| input.name().contains(o.as_str())));
     // The rows measured outside GStreamer, after the chains: the floors, libyuv, the every-row
     // floor, then the fast_image_resize chains (Box, Bilinear) where the format has one.
-    const EXTRA: usize = 6;
+    const EXTRA: usize = 7;
     let fir_filters = [fast_image_resize::FilterType::Box, fast_image_resize::FilterType::Bilinear];
     let mut best: Vec<Vec<f64>> = vec![vec![f64::MAX; chains.len() + EXTRA]; cases.len()];
     let mut psnrs: Vec<Vec<(String, f64, &str)>> = vec![Vec::new(); cases.len()];
@@ -301,6 +308,7 @@ fn main() {
                         best[k][n + 2] = best[k][n + 2].min(libyuv_nv12(&fr));
                     }
                     best[k][n + 3] = best[k][n + 3].min(floor_every_row(&fr));
+                    best[k][n + 6] = best[k][n + 6].min(floor_float32(&fr));
                 }
             }
             let referenced = format == "NV12" || format == "RGBA";
@@ -330,7 +338,8 @@ fn main() {
             .iter()
             .map(|(n, _, _)| n.to_string())
             .chain(extra.iter().map(|s| s.to_string()))
-            .chain(firs);
+            .chain(firs)
+            .chain(["float32 floor: the floor's reads + write the float32 output".to_string()]);
         for (c, (name, &ms)) in names.zip(&best[k]).enumerate() {
             if ms < f64::MAX {
                 let faults = faults[k].get(c).copied().filter(|f| *f < f64::MAX);
@@ -360,15 +369,18 @@ fn main() {
         }
     }
     println!();
-    println!("| input | frames | uint8 / floor | float32 / uint8 | 1 thread / 2 threads | libyuv / uint8 | libyuv / uint8 AVX2 | uint8 / memcpy (hot) |");
-    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    // The float32 floor over the uint8 one: what writing four bytes a value instead of one costs
+    // a row by itself, the part of float32 / uint8 no kernel can take back on one core.
+    println!("| input | frames | uint8 / floor | float32 / uint8 | float32 floor / floor | 1 thread / 2 threads | libyuv / uint8 | libyuv / uint8 AVX2 | uint8 / memcpy (hot) |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
     for (k, (format, (w, h), input)) in cases.iter().enumerate() {
         let u8_ms = get(k, "edgefirsttensor uint8");
         println!(
-            "| {format} {w}×{h} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {format} {w}×{h} | {} | {} | {} | {} | {} | {} | {} | {} |",
             input.name(),
             ratio(u8_ms, get(k, "floor: read the filter's")),
-            ratio(get(k, "float32"), u8_ms),
+            ratio(get(k, "edgefirsttensor float32"), u8_ms),
+            ratio(get(k, "float32 floor"), get(k, "floor: read the filter's")),
             ratio(u8_ms, get(k, "n-threads=2")),
             ratio(get(k, "libyuv"), u8_ms),
             ratio(get(k, "libyuv"), get(k, "AVX2")),
@@ -416,7 +428,13 @@ fn resampling_tables(
     println!();
     println!("| input | chain | PSNR against | dB |");
     println!("|---|---|---|---:|");
+    // Frame 0 is the same picture for every input of a format and size: its rows once.
+    let mut shown = Vec::new();
     for (k, (format, (w, h), _)) in cases.iter().enumerate() {
+        if shown.contains(&(format, w, h)) {
+            continue;
+        }
+        shown.push((format, w, h));
         for (name, db, library) in &psnrs[k] {
             println!("| {format} {w}×{h} | {name} | {library} | {db:.1} |");
         }

@@ -38,7 +38,13 @@ fn rows_read(src_h: usize, dst_h: usize) -> Vec<usize> {
 /// rows at its own subsampling) and write the 640×640×3 output, over the same rotating frames,
 /// mapped once.
 pub(crate) fn floor(frames: &Frames) -> f64 {
-    floor_of(frames, rows_read)
+    floor_of(frames, rows_read, OUT * OUT * 3)
+}
+
+/// The same reads with the float32 tensor's bytes written (four a value): what the store of a
+/// float32 output adds to a row, whatever computes it.
+pub(crate) fn floor_float32(frames: &Frames) -> f64 {
+    floor_of(frames, rows_read, OUT * OUT * 3 * 4)
 }
 
 /// The floor of a multi-tap filter's row at a 3× or 2.5× downscale (`area`, `bilinear-antialias`:
@@ -46,12 +52,12 @@ pub(crate) fn floor(frames: &Frames) -> f64 {
 /// reads one luma row in three): read every row of every plane once and write the output, over
 /// the same rotating frames.
 pub(crate) fn floor_every_row(frames: &Frames) -> f64 {
-    floor_of(frames, |ph, _| (0..ph).collect())
+    floor_of(frames, |ph, _| (0..ph).collect(), OUT * OUT * 3)
 }
 
 /// Per frame, read rows `rows(plane height, content height)` of each plane (whole rows, a 64-byte
 /// line at a time, summed so the loads are not dropped) and fill the output tensor.
-fn floor_of(frames: &Frames, rows: impl Fn(usize, usize) -> Vec<usize>) -> f64 {
+fn floor_of(frames: &Frames, rows: impl Fn(usize, usize) -> Vec<usize>, out_bytes: usize) -> f64 {
     let info = &frames.info;
     let (w, h) = (info.width() as usize, info.height() as usize);
     let content_h = OUT * h / w;
@@ -61,7 +67,7 @@ fn floor_of(frames: &Frames, rows: impl Fn(usize, usize) -> Vec<usize>) -> f64 {
             (info.offset()[p], info.stride()[p] as usize, rows(ph, content_h))
         })
         .collect();
-    let mut out = vec![0u8; OUT * OUT * 3];
+    let mut out = vec![0u8; out_bytes];
     let mut acc = 0u64;
     let ms = timed(|i| {
         let f = frames.maps[i % frames.maps.len()];
