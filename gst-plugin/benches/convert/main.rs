@@ -12,7 +12,8 @@
 //!   (~100 MB of NV12) every frame comes from DRAM;
 //! - the floor of a camera row: read the source rows a bilinear downscale reads and write the
 //!   output tensor, over the same rotating frames, mapped once; and the every-row floor, the same
-//!   for a filter as wide as the downscale (`area`, `bilinear-antialias` read every row).
+//!   for a filter as wide as the downscale (`area`, `bilinear-antialias` read every row); and the
+//!   float32 floor, the floor's reads with the float32 tensor's bytes written.
 //!
 //! Each case's figure is its fastest stretch of `FRAMES` consecutive frames over five rounds
 //! spread across the whole benchmark. Run with `cargo bench -p gstedgefirst --bench convert`
@@ -110,7 +111,7 @@ fn frames(format: &str, w: u32, h: u32, input: Input) -> Frames {
         // page's first fault.
         std::hint::black_box(map.iter().step_by(4096).fold(0u8, |a, &b| a ^ b));
         maps.push(map);
-        let mem = unsafe { alloc.alloc_dmabuf(fd.try_clone().unwrap(), size) }.unwrap();
+        let mem = unsafe { alloc.alloc_dmabuf(fd, size) }.unwrap();
         let mut b = gst::Buffer::new();
         {
             let b = b.get_mut().unwrap();
@@ -176,7 +177,6 @@ fn measure(frames: &Frames, chain: &str, simd: Option<&str>) -> (f64, f64) {
         );
     }
     pipeline.set_state(gst::State::Paused).unwrap();
-    let mut faults = (0, 0);
     // The same memory again under a new buffer, as a driver's queue recycles it (the hot frame:
     // one system-memory frame, pushed over and over).
     for i in 0..warmup + TIMED {
@@ -197,13 +197,12 @@ fn measure(frames: &Frames, chain: &str, simd: Option<&str>) -> (f64, f64) {
     if let gst::MessageView::Error(e) = msg.view() {
         panic!("{chain}: {} {:?}", e.error(), e.debug());
     }
-    faults.1 = minor_faults();
-    faults.0 = warm_faults.load(std::sync::atomic::Ordering::Relaxed);
+    let faults = minor_faults() - warm_faults.load(std::sync::atomic::Ordering::Relaxed);
     pipeline.set_state(gst::State::Null).unwrap();
     std::env::remove_var("EDGEFIRST_CONVERT_SIMD");
     let ends = ends.lock().unwrap();
     assert_eq!(ends.len(), warmup + TIMED, "{chain}: every pushed frame reaches the sink");
-    (best_stretch(&ends[warmup - 1..]), (faults.1 - faults.0) as f64 / TIMED as f64)
+    (best_stretch(&ends[warmup - 1..]), faults as f64 / TIMED as f64)
 }
 
 /// Minor page faults of the whole process so far (every thread of the pipeline included).
