@@ -520,12 +520,17 @@ impl Converter {
                     ring: baseline::Ring {
                         rows: std::array::from_fn(|k| match (&multi, comps.get(k)) {
                             (Some(m), Some(comp)) => {
-                                vec![0.0; m.rows[usize::from(comp.chroma)].taps * rect.width]
+                                vec![
+                                    0.0;
+                                    baseline::ring_slots(m.rows[usize::from(comp.chroma)].taps) * rect.width
+                                ]
                             }
                             _ => Vec::new(),
                         }),
                         tags: std::array::from_fn(|k| match (&multi, comps.get(k)) {
-                            (Some(m), Some(comp)) => vec![usize::MAX; m.rows[usize::from(comp.chroma)].taps],
+                            (Some(m), Some(comp)) => {
+                                vec![usize::MAX; baseline::ring_slots(m.rows[usize::from(comp.chroma)].taps)]
+                            }
                             _ => Vec::new(),
                         }),
                         acc: vec![0; if multi.is_some() { rect.width } else { 0 }],
@@ -560,7 +565,10 @@ impl Converter {
                                     g.whole.is_some() || g.compact.as_ref().is_some_and(|p| p.whole.is_some())
                                 }) =>
                             {
-                                vec![0; m.rows[usize::from(comp.chroma)].taps * rect.width]
+                                vec![
+                                    0;
+                                    baseline::ring_slots(m.rows[usize::from(comp.chroma)].taps) * rect.width
+                                ]
                             }
                             _ => Vec::new(),
                         }),
@@ -570,7 +578,7 @@ impl Converter {
                                     g.whole.is_some() || g.compact.as_ref().is_some_and(|p| p.whole.is_some())
                                 }) =>
                             {
-                                vec![usize::MAX; m.rows[usize::from(comp.chroma)].taps]
+                                vec![usize::MAX; baseline::ring_slots(m.rows[usize::from(comp.chroma)].taps)]
                             }
                             _ => Vec::new(),
                         }),
