@@ -381,17 +381,19 @@ pub(super) fn pil8_row(
                 std::array::from_fn(|i| if i < count { &bytes[batch[i] * stride..][..len] } else { &[] });
             let mut targets = [[std::ptr::null_mut(); 4]; ROWS_AT_ONCE];
             for (i, &row) in batch[..count].iter().enumerate() {
+                let at_slot = slot(row, kv);
                 for (t, &k) in targets[i].iter_mut().zip(&g.members) {
-                    tags[k][slot(row, kv)] = row;
-                    *t = ring[k][slot(row, kv) * n..][..n].as_mut_ptr();
+                    tags[k][at_slot] = row;
+                    *t = ring[k][at_slot * n..][..n].as_mut_ptr();
                 }
             }
             let done = horiz(gi, &src[..count], &targets[..count], ahead).min(n);
             made += (done * g.members.len() * count) as u64;
             for (&row, src) in batch[..count].iter().zip(src) {
+                let at_slot = slot(row, kv);
                 for &k in &g.members {
                     let step = comps[k].step;
-                    let filtered = &mut ring[k][slot(row, kv) * n..][..n];
+                    let filtered = &mut ring[k][at_slot * n..][..n];
                     for x in done..n {
                         let base = m.base[k][x] as usize;
                         let mut acc = PIL_HALF;
