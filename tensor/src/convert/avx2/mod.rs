@@ -17,7 +17,7 @@ mod pixels;
 mod taps;
 use super::hint::{prefetch, prefetch_span};
 pub(super) use pixels::{pixel_words, pixels};
-pub(super) use taps::{box_blocks, box_sums, multitap, multitap_vertical};
+pub(super) use taps::{box_blocks, box_sums, multitap, multitap_vertical, pack_bytes};
 
 /// The CPU has what the kernels here use.
 pub(super) fn detect() -> bool {

@@ -440,3 +440,58 @@ unsafe fn box_blocks_l<const L: usize, const M: usize>(
     }
     plan.done
 }
+
+/// Every other byte of a row from `from` (`plan::Compact`): `out[j] = row[from + 2j]`, 32 per
+/// step (the bytes of two loads from the even byte at or before `from`, low or high halves of
+/// their words by one `packuswb` and a quadword permute), the last step moved back to end at
+/// the row's end (a scalar tail was a fifth of the pack); each pair of lines read asked for again
+/// `ahead` bytes on (`baseline::ahead_bytes`; 0: none).
+///
+/// # Safety
+/// The CPU has AVX2.
+#[target_feature(enable = "avx2")]
+pub(in crate::convert) unsafe fn pack_bytes(row: &[u8], from: usize, out: &mut [u8], ahead: usize) {
+    assert!(from + 2 * out.len() <= row.len() + 1, "the packed samples are in the row");
+    unsafe {
+        match from % 2 {
+            0 => pack_bytes_by::<false>(row, from, out, ahead),
+            _ => pack_bytes_by::<true>(row, from - 1, out, ahead),
+        }
+    }
+}
+
+/// `pack_bytes` from the even byte `even`: the words' high bytes where `HIGH`, else their low.
+#[inline(always)]
+unsafe fn pack_bytes_by<const HIGH: bool>(row: &[u8], even: usize, out: &mut [u8], ahead: usize) {
+    let low = _mm256_set1_epi16(0x00ff);
+    let half = |v: __m256i| match HIGH {
+        true => _mm256_srli_epi16::<8>(v),
+        false => _mm256_and_si256(v, low),
+    };
+    let n = out.len();
+    if n < 32 || even + 2 * n > row.len() {
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = row[even + usize::from(HIGH) + 2 * j];
+        }
+        return;
+    }
+    let dst = out.as_mut_ptr();
+    let step = |j: usize| unsafe {
+        let at = row.as_ptr().add(even + 2 * j);
+        let (a, b) =
+            (_mm256_loadu_si256(at as *const __m256i), _mm256_loadu_si256(at.add(32) as *const __m256i));
+        let v = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packus_epi16(half(a), half(b)));
+        _mm256_storeu_si256(dst.add(j) as *mut __m256i, v);
+    };
+    let mut j = 0;
+    while j + 32 <= n {
+        if ahead != 0 && j % 64 == 0 {
+            prefetch_window(&[unsafe { row.as_ptr().add(even + 2 * j) }], ahead, true);
+        }
+        step(j);
+        j += 32;
+    }
+    if j < n {
+        step(n - 32);
+    }
+}

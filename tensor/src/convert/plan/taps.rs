@@ -55,7 +55,7 @@ pub(in crate::convert) struct TapGroup {
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) whole: Option<super::Whole>,
     /// Members that fill every other byte of their span (YUY2's and UYVY's luma, and their U
-    /// and V): the same plans over the row packed to those bytes (AVX-512).
+    /// and V): the same plans over the row packed to those bytes (AVX-512, AVX2).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) compact: Option<Box<Compact>>,
 }
@@ -65,7 +65,9 @@ pub(in crate::convert) struct TapGroup {
 /// taps `members` apart. In the packed row YUY2's luma reads like NV12's and its U and V like
 /// NV12's UV: 16 outputs of a 3× downscale span 48 samples instead of 96, which the word and
 /// whole-weight blocks' windows (64 and 128) take; unpacked they took neither (YUY2 area and
-/// triangle at 1.5–1.9× NV12's time).
+/// triangle at 1.5–1.9× NV12's time). At AVX2 the packed row halves the 16-byte pieces of a
+/// lane's window (`b8`: YUY2's 2 become NV12's 1 at 3×). (AVX2's exact box gained nothing from
+/// it: packing the row sums cost what the fewer pieces saved, 113 → 119 M instructions a frame.)
 #[derive(Debug, Clone)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(in crate::convert) struct Compact {
@@ -75,6 +77,7 @@ pub(in crate::convert) struct Compact {
     pub(in crate::convert) w16: Option<Blocks>,
     pub(in crate::convert) b16: Option<Blocks>,
     pub(in crate::convert) whole: Option<super::Whole>,
+    pub(in crate::convert) b8: Option<Blocks>,
 }
 
 /// A group's blocks. Lane `l` of block `b` holds outputs `x..x + 4` of member `m`
@@ -173,8 +176,9 @@ pub(in crate::convert) fn tap_groups(
                 let packed = (len - from).div_ceil(2);
                 let lead: Vec<u32> = base[k].iter().map(|&b| (b - from as u32) / 2).collect();
                 let dense: Vec<usize> = (0..members.len()).collect();
-                let plan = |words| Blocks::new(&lead, &dense, members.len(), t, packed, 4, pil, words);
-                let b16 = plan(false);
+                let plan =
+                    |lanes, words| Blocks::new(&lead, &dense, members.len(), t, packed, lanes, pil, words);
+                let b16 = plan(4, false);
                 let covered = |w: &super::Whole| {
                     w.rest.iter().all(|&b| b16.as_ref().is_some_and(|p| (b as usize) < p.targets.len()))
                 };
@@ -182,10 +186,11 @@ pub(in crate::convert) fn tap_groups(
                     true => super::Whole::new(&lead, &dense, members.len(), t, packed).filter(covered),
                     false => None,
                 };
-                let w16 = if exact { plan(true) } else { None };
+                let w16 = if exact { plan(4, true) } else { None };
+                let b8 = plan(2, false);
                 let base = (0..members.len()).map(|m| lead.iter().map(|&b| b + m as u32).collect()).collect();
-                (w16.is_some() || whole.is_some())
-                    .then(|| Box::new(Compact { from, len: packed, base, w16, b16, whole }))
+                (w16.is_some() || whole.is_some() || b8.is_some())
+                    .then(|| Box::new(Compact { from, len: packed, base, w16, b16, whole, b8 }))
             }
             false => None,
         };

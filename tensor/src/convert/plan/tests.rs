@@ -655,14 +655,13 @@ fn packed_groups_read_the_same_samples() {
                 let plan = MultiTap::new(cols.clone(), cols.clone(), &comps, row_len, filter.round_between);
                 let row: Vec<u8> = (0..row_len[0]).map(|i| (i * 131 % 251) as u8).collect();
                 for g in &plan.groups {
-                    // (2.5×: PIL's 1.25× chroma has no whole weights, so nothing to pack for.)
-                    let Some(c) = g.compact.as_ref() else {
-                        assert!(
-                            w == 1600 && interp == I::BilinearAntialias,
-                            "{format:?} {w}->{n} {interp:?}"
-                        );
-                        continue;
-                    };
+                    // (Every case here has AVX2's packed blocks, whole weights or not.)
+                    let c = g.compact.as_ref().unwrap_or_else(|| panic!("{format:?} {w}->{n} {interp:?}"));
+                    let b8 = c.b8.as_ref().unwrap_or_else(|| panic!("{format:?} {w}->{n} {interp:?}: b8"));
+                    assert!(b8.reach <= c.len && b8.done == n, "{format:?} {w}->{n} {interp:?}");
+                    if interp == I::Area {
+                        assert!(c.whole.is_none(), "{format:?} {w}->{n}: area has no PIL weights");
+                    }
                     let packed: Vec<u8> =
                         (0..c.len).map(|j| row.get(c.from + 2 * j).copied().unwrap_or(0)).collect();
                     let t = &cols[usize::from(comps[g.members[0]].chroma)];
