@@ -633,8 +633,10 @@ fn multitap_horizontal(
             return unsafe { avx2::pixels(rows, plan, pil, g.members.len(), out, ahead) };
         }
         // Packed (`plan::Compact`): each row's every other byte from the group's first into
-        // `packed`, the frame's lines asked for there. (The same before AVX-512's `b16` measured
-        // slower: YUY2 1600×900 bicubic and triangle, 8 frames, 1.03–1.05 → 1.14–1.44 ms.)
+        // `packed`, the frame's lines asked for there. AVX2, YUY2, 8 frames, best of 8 runs in
+        // alternation: triangle 1.28 → 1.12 ms (1600×900: 1.03 → 0.97), bicubic 2.02 → 1.81.
+        // (The same before AVX-512's `b16` was slower: bicubic 1.15 → 1.30 ms, triangle at
+        // 1600×900 0.70 either way.)
         let compact = g.compact.as_deref().filter(|_| c.avx2() && !packed.is_empty());
         if let Some((p, plan)) =
             compact.and_then(|p| p.b8.as_ref().filter(|b| b.reach <= p.len).map(|b| (p, b)))
