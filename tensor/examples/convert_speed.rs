@@ -4,12 +4,13 @@
 //! `CONVERT_SPEED_RUNS=20000` times that many runs instead of 60 (long enough for a profiler);
 //! `CONVERT_SPEED_FILTER=area` (or `nearest`, `bilinear-antialias`, `bicubic`, `bicubic-opencv`)
 //! times that resampling filter instead of bilinear; `CONVERT_SPEED_THREADS=2` converts on that
-//! many band threads; `CONVERT_SPEED_SOURCE=1600x900` sets the source size.
+//! many band threads; `CONVERT_SPEED_SOURCE=1600x900` sets the source size;
+//! `CONVERT_SPEED_SITE=mpeg2` sites the chroma as camera caps without colorimetry do.
 //!
 //!     cargo run --release -p edgefirst-tensor --example convert-speed
 
 use edgefirst_tensor::convert::{Colorspace, ConvertSpec, Converter, DstLayout, SrcImage};
-use edgefirst_tensor::preprocess::Interpolation;
+use edgefirst_tensor::preprocess::{ChromaSite, Interpolation};
 use edgefirst_tensor::{DType, PixelFormat};
 fn main() {
     let interpolation = match std::env::var("CONVERT_SPEED_FILTER").as_deref() {
@@ -21,7 +22,15 @@ fn main() {
         Ok(other) if other != "bilinear" => panic!("unknown CONVERT_SPEED_FILTER {other}"),
         _ => Interpolation::Bilinear,
     };
-    let spec = ConvertSpec { interpolation, ..ConvertSpec::default() };
+    // `CONVERT_SPEED_SITE=mpeg2` (or `cosited`) sites the chroma as HD caps without colorimetry
+    // do (GStreamer's default there, and the element benchmark's camera frames).
+    let chroma_site = match std::env::var("CONVERT_SPEED_SITE").as_deref() {
+        Ok("mpeg2") => ChromaSite::MPEG2,
+        Ok("cosited") => ChromaSite::COSITED,
+        Ok(other) if other != "centred" => panic!("unknown CONVERT_SPEED_SITE {other}"),
+        _ => ChromaSite::CENTRED,
+    };
+    let spec = ConvertSpec { interpolation, chroma_site, ..ConvertSpec::default() };
     // `CONVERT_SPEED_SOURCE=1600x900` converts frames of that size instead.
     let (w, h) = std::env::var("CONVERT_SPEED_SOURCE")
         .ok()
