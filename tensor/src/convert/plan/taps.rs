@@ -67,7 +67,8 @@ pub(in crate::convert) struct TapGroup {
 /// whole-weight blocks' windows (64 and 128) take; unpacked they took neither (YUY2 area and
 /// triangle at 1.5–1.9× NV12's time). At AVX2 the packed row halves the 16-byte pieces of a
 /// lane's window (`b8`: YUY2's 2 become NV12's 1 at 3×). (AVX2's exact box gained nothing from
-/// it: packing the row sums cost what the fewer pieces saved, 113 → 119 M instructions a frame.)
+/// it: packing the row sums cost what the fewer pieces saved, 113 → 119 M instructions over a
+/// 10-frame run.)
 #[derive(Debug, Clone)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(in crate::convert) struct Compact {
