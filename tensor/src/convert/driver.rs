@@ -316,18 +316,12 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 let horiz = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize| {
                     let Some((plan, rest, compact)) = plans(g) else { return 0 };
                     let mut rows = rows;
-                    let mut packed_rows: [&[u8]; baseline::ROWS_AT_ONCE] = [&[]; baseline::ROWS_AT_ONCE];
+                    let packed_rows;
                     if let Some(p) = compact {
-                        // Every other byte from the group's first, as the packed plans read.
-                        let stride = packed.len() / baseline::ROWS_AT_ONCE;
-                        for (i, row) in rows.iter().enumerate() {
-                            unsafe {
-                                avx512::pack_bytes(row, p.from, &mut packed[i * stride..][..p.len], ahead)
-                            };
-                        }
-                        for (i, slot) in packed_rows.iter_mut().enumerate().take(rows.len()) {
-                            *slot = &packed[i * stride..][..p.len];
-                        }
+                        let pack = |row: &[u8], out: &mut [u8]| unsafe {
+                            avx512::pack_bytes(row, p.from, out, ahead)
+                        };
+                        packed_rows = pack_rows(rows, p, &mut packed, pack);
                         rows = &packed_rows[..rows.len()];
                     }
                     // The packed rows are the scratch's: the frame's lines were asked for above.
@@ -599,6 +593,25 @@ fn rows_first_w8(g: &TapGroup) -> Option<(&Blocks, Option<&Compact>)> {
     g.w8.as_ref().map(|w| (w, None))
 }
 
+/// Source rows `rows` (up to `baseline::ROWS_AT_ONCE`) packed to every other byte from the
+/// group's first (`plan::Compact`), each by the level's `pack(row, out)`, into `packed` (that
+/// many rows of scratch): the packed rows, empty past `rows`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn pack_rows<'p>(
+    rows: &[&[u8]],
+    p: &Compact,
+    packed: &'p mut [u8],
+    mut pack: impl FnMut(&[u8], &mut [u8]),
+) -> [&'p [u8]; baseline::ROWS_AT_ONCE] {
+    let stride = packed.len() / baseline::ROWS_AT_ONCE;
+    for (i, row) in rows.iter().enumerate() {
+        pack(row, &mut packed[i * stride..][..p.len]);
+    }
+    let packed: &'p [u8] = packed;
+    std::array::from_fn(|i| if i < rows.len() { &packed[i * stride..][..p.len] } else { &[] })
+}
+
 /// A multi-tap filter's horizontal pass over source rows `rows` for group `g` into its members'
 /// rows `out[i]`: the outputs the level's blocks make (the widest plan the level has), 0 where
 /// none applies. `packed`: scratch for `baseline::ROWS_AT_ONCE` packed rows (`plan::Compact`).
@@ -641,12 +654,8 @@ fn multitap_horizontal(
         if let Some((p, plan)) =
             compact.and_then(|p| p.b8.as_ref().filter(|b| b.reach <= p.len).map(|b| (p, b)))
         {
-            let stride = packed.len() / baseline::ROWS_AT_ONCE;
-            for (i, row) in rows.iter().enumerate() {
-                unsafe { avx2::pack_bytes(row, p.from, &mut packed[i * stride..][..p.len], ahead) };
-            }
-            let packed_rows: [&[u8]; baseline::ROWS_AT_ONCE] =
-                std::array::from_fn(|i| if i < rows.len() { &packed[i * stride..][..p.len] } else { &[] });
+            let pack = |row: &[u8], out: &mut [u8]| unsafe { avx2::pack_bytes(row, p.from, out, ahead) };
+            let packed_rows = pack_rows(rows, p, packed, pack);
             return unsafe { avx2::multitap(&packed_rows[..rows.len()], plan, pil, out, 0) };
         }
         if let Some(plan) = g.b8.as_ref().filter(|p| c.avx2() && fits(p.reach)) {
