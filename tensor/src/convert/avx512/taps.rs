@@ -418,7 +418,9 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize, const
                 true => a[i],
                 false => _mm512_loadu_si512(row[i].add(base + 64) as *const _),
             });
-            let mut s = [_mm512_setzero_si512(); R];
+            let d = _mm512_load_si512(plan.d.as_ptr().add(b) as *const _);
+            // Sums from `D` over twice the weights are `2S + D` (`Whole::k`).
+            let mut s = [d; R];
             for p in 0..pairs {
                 let at = b * pairs + p;
                 let ctl = _mm512_load_si512(plan.ctl.as_ptr().add(at) as *const _);
@@ -431,12 +433,11 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize, const
                     s[i] = _mm512_add_epi16(s[i], _mm512_maddubs_epi16(t, k));
                 }
             }
-            let d = _mm512_load_si512(plan.d.as_ptr().add(b) as *const _);
             let mul = _mm512_load_si512(plan.mul.as_ptr().add(b) as *const _);
             let shift = _mm512_load_si512(plan.shift.as_ptr().add(b) as *const _);
             for i in 0..R {
                 // 2S + D < 2^16 (`WHOLE_MAX`), then ⌊· / 2D⌋.
-                let t = _mm512_add_epi16(_mm512_add_epi16(s[i], s[i]), d);
+                let t = s[i];
                 let q = _mm512_srlv_epi16(_mm512_mulhi_epu16(t, mul), shift);
                 if BYTES {
                     // 32 bytes, the lanes' eight each in order: stored by the same rule.
@@ -557,6 +558,12 @@ pub(in crate::convert) unsafe fn vertical_bytes(
 /// the broadcasts a sixth of the loop's instructions). Engine, uint8, `bilinear-antialias`, 8
 /// rotating frames, min of 1000, before → after: YUY2 0.699–0.768 → 0.656–0.711 ms, RGBA (32
 /// frames) 0.902–0.910 → 0.861–0.878, NV12 0.406–0.434 → 0.406–0.417.
+///
+/// Sums start at `D` over twice the weights: `2S + D` with two adds fewer per step (`pmullw`
+/// keeps the low 16 bits, and `2S + D < 2^16`). Rows taken two at a time into `pmaddubsw`
+/// (64 outputs a step, in-lane byte interleaves instead of `vpmovzxbw`, which Zen 4 runs on its
+/// two shuffle pipes) was faster alone, 129 → 113 ns for 640 outputs over 5 rows in L1, and
+/// slower in the converter, 1080p NV12 → 640 hot 0.386 → 0.414 ms (docs/benchmarks.md).
 #[inline(always)]
 unsafe fn vertical_whole<const N: usize>(
     rows: &[*const u8],
@@ -566,16 +573,16 @@ unsafe fn vertical_whole<const N: usize>(
     n: usize,
 ) {
     let rows: [*const u8; N] = std::array::from_fn(|j| rows[j]);
-    let kj: [__m512i; N] = std::array::from_fn(|j| _mm512_set1_epi16(k[j]));
+    let kj: [__m512i; N] = std::array::from_fn(|j| _mm512_set1_epi16(2 * k[j]));
     let (d, mul, shift) = (_mm512_set1_epi16(d), _mm512_set1_epi16(mul), _mm512_set1_epi16(shift));
     for x in (0..n).step_by(32) {
         unsafe {
-            let mut s = _mm512_setzero_si512();
+            let mut s = d;
             for j in 0..N {
                 let v = _mm512_cvtepu8_epi16(_mm256_loadu_si256(rows[j].add(x) as *const __m256i));
                 s = _mm512_add_epi16(s, _mm512_mullo_epi16(v, kj[j]));
             }
-            whole_store(s, d, mul, shift, o.add(x));
+            whole_store(s, mul, shift, o.add(x));
         }
     }
 }
@@ -592,21 +599,20 @@ unsafe fn vertical_whole_any(
     let (d, mul, shift) = (_mm512_set1_epi16(d), _mm512_set1_epi16(mul), _mm512_set1_epi16(shift));
     for x in (0..n).step_by(32) {
         unsafe {
-            let mut s = _mm512_setzero_si512();
+            let mut s = d;
             for (&r, &kj) in rows.iter().zip(k) {
                 let v = _mm512_cvtepu8_epi16(_mm256_loadu_si256(r.add(x) as *const __m256i));
-                s = _mm512_add_epi16(s, _mm512_mullo_epi16(v, _mm512_set1_epi16(kj)));
+                s = _mm512_add_epi16(s, _mm512_mullo_epi16(v, _mm512_set1_epi16(2 * kj)));
             }
-            whole_store(s, d, mul, shift, o.add(x));
+            whole_store(s, mul, shift, o.add(x));
         }
     }
 }
 
-/// PIL's byte of 32 whole-weight sums `s` (`(2S + D) / 2D` by the multiply-high division) as
-/// floats at `o`.
+/// PIL's byte of 32 whole-weight sums as `t = 2S + D` (`⌊t / 2D⌋` by the multiply-high division)
+/// as floats at `o`.
 #[inline(always)]
-unsafe fn whole_store(s: __m512i, d: __m512i, mul: __m512i, shift: __m512i, o: *mut f32) {
-    let t = _mm512_add_epi16(_mm512_add_epi16(s, s), d);
+unsafe fn whole_store(t: __m512i, mul: __m512i, shift: __m512i, o: *mut f32) {
     let q = _mm512_srlv_epi16(_mm512_mulhi_epu16(t, mul), shift);
     let lo = _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(q)));
     let hi = _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(q)));
@@ -663,5 +669,51 @@ pub(in crate::convert) unsafe fn pack_bytes(row: &[u8], from: usize, out: &mut [
             let keep: __mmask64 = if left >= 64 { u64::MAX } else { (1u64 << left) - 1 };
             _mm512_mask_storeu_epi8(out.as_mut_ptr().add(j) as *mut i8, keep, v);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The vertical pass with whole weights gives PIL's byte, `⌊(Σ wi · b + 2^21) / 2^22⌋` with
+    /// `wi = 2^22 k / D` rounded (`weights::pil_whole`), for 3×'s and 2.5×'s triangles, weights
+    /// whose double passes a signed byte (`pmullw`'s low half), one to twelve rows, and lengths
+    /// around the 32-output step.
+    #[test]
+    fn vertical_whole_gives_pils_bytes() {
+        if !std::is_x86_feature_detected!("avx512bw") {
+            return;
+        }
+        let cases: [&[i16]; 7] = [
+            &[1, 2, 3, 2, 1],
+            &[1, 5, 9, 7, 3],
+            &[80, 11],
+            &[40, 40, 11],
+            &[60, 4, 27],
+            &[1],
+            &[6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 7],
+        ];
+        let mut large = 0;
+        for k in cases {
+            let d: i16 = k.iter().sum();
+            let div = crate::convert::plan::divider(d as u16).expect("a divider");
+            let wi: Vec<i64> =
+                k.iter().map(|&k| ((k as f64) * (1u64 << 22) as f64 / d as f64).round() as i64).collect();
+            for n in [32, 64, 96, 640, 672] {
+                let rows: Vec<Vec<u8>> = (0..k.len())
+                    .map(|r| (0..n).map(|i| ((i * 97 + r * 61 + i * i * 13) % 256) as u8).collect())
+                    .collect();
+                let at: Vec<*const u8> = rows.iter().map(|r| r.as_ptr()).collect();
+                let mut out = vec![-1f32; n];
+                let done = unsafe { super::vertical_bytes(&at, &[], Some((k, d as u8, div)), &mut out) };
+                assert_eq!(done, n);
+                for x in 0..n {
+                    let acc: i64 = (0..k.len()).map(|j| wi[j] * rows[j][x] as i64).sum();
+                    let pil = ((acc + (1 << 21)) >> 22).clamp(0, 255);
+                    assert_eq!(out[x], pil as f32, "weights {k:?} over {d}, {n} outputs, output {x}");
+                }
+            }
+            large += usize::from(k.iter().any(|&w| 2 * w > 127));
+        }
+        assert_eq!(large, 1, "a weight whose double is past a signed byte");
     }
 }

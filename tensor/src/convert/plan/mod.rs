@@ -22,6 +22,8 @@ pub(super) use taps::{Compact, TapGroup};
 #[cfg(test)]
 use weights::PIL_STEPS;
 pub(super) use weights::{multi_axis, Filter, MultiTap, Taps, MAX_TAPS, PIL_SHIFT, TAP_STEPS};
+#[cfg(test)]
+pub(super) use whole::divider;
 pub(super) use whole::Whole;
 
 /// One colour component of the source: which plane, where in a granule, and its resolution.

@@ -613,7 +613,8 @@ fn whole_blocks_give_pils_bytes() {
                                 s += win[c[2 * lane] as usize] as i32 * k[2 * lane] as i32
                                     + win[c[2 * lane + 1] as usize] as i32 * k[2 * lane + 1] as i32;
                             }
-                            let tt = (2 * s + wb.d[b].0[lane] as i32) as u32;
+                            // Twice the weights (`Whole::k`): the sum from `D` is `2S + D`.
+                            let tt = (s + wb.d[b].0[lane] as i32) as u32;
                             let q = (tt * wb.mul[b].0[lane] as u32) >> 16 >> wb.shift[b].0[lane];
                             let x = x0 + i;
                             let k = g.members[m];
