@@ -22,7 +22,7 @@ pub(super) use taps::{Compact, TapGroup};
 #[cfg(test)]
 use weights::PIL_STEPS;
 pub(super) use weights::{multi_axis, Filter, MultiTap, Taps, MAX_TAPS, PIL_SHIFT, TAP_STEPS};
-#[cfg(test)]
+#[cfg(all(test, target_arch = "x86_64"))]
 pub(super) use whole::divider;
 pub(super) use whole::Whole;
 
