@@ -437,8 +437,7 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize, const
             let shift = _mm512_load_si512(plan.shift.as_ptr().add(b) as *const _);
             for i in 0..R {
                 // 2S + D < 2^16 (`WHOLE_MAX`), then ⌊· / 2D⌋.
-                let t = s[i];
-                let q = _mm512_srlv_epi16(_mm512_mulhi_epu16(t, mul), shift);
+                let q = _mm512_srlv_epi16(_mm512_mulhi_epu16(s[i], mul), shift);
                 if BYTES {
                     // 32 bytes, the lanes' eight each in order: stored by the same rule.
                     let v = _mm512_cvtepi16_epi8(q);
