@@ -12,6 +12,7 @@ use super::finish::{
     channels, clamp_ps, fill_blocks, gray, put, round_even_small, FinishValues, Out, SendPtr, CS_BGR,
     CS_GRAY, CS_RGBA, RAW8, RGB, YUV,
 };
+use super::lines::Lines;
 use super::plan::{Comp, Compact, MultiTap, TapGroup, Taps, PIL_HALF, PIL_SHIFT};
 use crate::dtype::{f16, DType};
 use std::ops::Range;
@@ -48,7 +49,12 @@ pub(super) fn horizontal(from: usize, row: &[f32], i0: &[u32], i1: &[u32], w: &[
 /// for operation (see `FinishValues`): YUV through the matrix (with the normalization where it is
 /// folded in) and clamped to the colour's range, which limited-range YUV overshoots.
 #[inline(always)]
-pub(super) fn colour(f: &FinishValues, comps: &[Vec<f32>; 4], chans: &mut [Vec<f32>; 4], xs: Range<usize>) {
+pub(super) fn colour(
+    f: &FinishValues,
+    comps: &[Lines<f32>; 4],
+    chans: &mut [Lines<f32>; 4],
+    xs: Range<usize>,
+) {
     // One loop for gray outputs and one for colour: with the choice inside the loop, aarch64's
     // rebuilt its select mask on every vector once the colourspace came as a byte (llvm-mca: 46 →
     // 51 instructions per YUV iteration, 16 → 19 per RGB one).
@@ -72,8 +78,8 @@ pub(super) fn colour(f: &FinishValues, comps: &[Vec<f32>; 4], chans: &mut [Vec<f
 #[inline(always)]
 fn colour_rows<const GRAY_OUT: bool>(
     f: &FinishValues,
-    comps: &[Vec<f32>; 4],
-    chans: &mut [Vec<f32>; 4],
+    comps: &[Lines<f32>; 4],
+    chans: &mut [Lines<f32>; 4],
     xs: Range<usize>,
 ) {
     let [c0, c1, c2, _] = chans;
@@ -114,7 +120,7 @@ fn store_row<T: Out, const C: usize>(
     dst: SendPtr,
     y: usize,
     xs: Range<usize>,
-    chans: &[Vec<f32>; 4],
+    chans: &[Lines<f32>; 4],
 ) {
     let n = xs.len();
     let x0 = f.x0 + xs.start;
@@ -152,7 +158,7 @@ fn store_f16<const C: usize>(
     dst: SendPtr,
     y: usize,
     xs: Range<usize>,
-    chans: &[Vec<f32>; 4],
+    chans: &[Lines<f32>; 4],
 ) {
     const BLOCK_VALUES: usize = 256;
     let mut vals = [0.0f32; BLOCK_VALUES];
@@ -202,8 +208,8 @@ fn store_bytes<const C: usize>(
     dst: SendPtr,
     y: usize,
     xs: Range<usize>,
-    chans: &[Vec<f32>; 4],
-    bytes: &mut [Vec<u8>; 4],
+    chans: &[Lines<f32>; 4],
+    bytes: &mut [Lines<u8>; 4],
 ) {
     let n = xs.len();
     let x0 = f.x0 + xs.start;
@@ -248,8 +254,8 @@ pub(super) fn store_content(
     dst: SendPtr,
     y: usize,
     xs: Range<usize>,
-    chans: &[Vec<f32>; 4],
-    bytes: &mut [Vec<u8>; 4],
+    chans: &[Lines<f32>; 4],
+    bytes: &mut [Lines<u8>; 4],
 ) {
     if xs.is_empty() {
         return;
@@ -319,20 +325,20 @@ pub(super) fn slot(row: usize, taps: usize) -> usize {
 /// (in `ring_slots(taps)` slots, `slot`) and the row each slot holds; the PIL filters' integer sums of
 /// one output row.
 pub(super) struct Ring {
-    pub(super) rows: [Vec<f32>; 4],
+    pub(super) rows: [Lines<f32>; 4],
     pub(super) tags: [Vec<usize>; 4],
-    pub(super) acc: Vec<i32>,
+    pub(super) acc: Lines<i32>,
     /// An exact box's vertical sums of one output row (`box_row`), a plane's row long.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    pub(super) sums: Vec<u16>,
+    pub(super) sums: Lines<u16>,
     /// The sums packed (`plan::Compact`), and up to `ROWS_AT_ONCE` packed source rows.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    pub(super) packed: Vec<u16>,
+    pub(super) packed: Lines<u16>,
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    pub(super) packed_rows: Vec<u8>,
+    pub(super) packed_rows: Lines<u8>,
     /// PIL's first pass as bytes (`pil8_row`): per component, rows and tags as `rows`/`tags`.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    pub(super) bytes: [Vec<u8>; 4],
+    pub(super) bytes: [Lines<u8>; 4],
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(super) btags: [Vec<usize>; 4],
 }
@@ -354,7 +360,7 @@ pub(super) fn pil8_row(
     planes: &[(&[u8], usize); 3],
     cy: usize,
     ring: &mut Ring,
-    out: &mut [Vec<f32>; 4],
+    out: &mut [Lines<f32>; 4],
     takes: impl Fn(usize) -> bool,
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize) -> usize,
     mut vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [f32]) -> usize,
@@ -480,7 +486,7 @@ pub(super) fn box_row<'m, P: Copy>(
     planes: &[(&[u8], usize); 3],
     cy: usize,
     (sums, packed): (&mut [u16], &mut [u16]),
-    out: &mut [Vec<f32>; 4],
+    out: &mut [Lines<f32>; 4],
     plan_of: impl Fn(&'m TapGroup) -> Option<(P, Option<&'m Compact>)>,
     mut vsum: impl FnMut(&[u8], usize, usize, &[i16], (usize, usize), &mut [u16], usize),
     mut pack: impl FnMut(&[u16], usize, &mut [u16]),
@@ -584,7 +590,7 @@ pub(super) fn multitap_row(
     planes: &[(&[u8], usize); 3],
     cy: usize,
     ring: &mut Ring,
-    out: &mut [Vec<f32>; 4],
+    out: &mut [Lines<f32>; 4],
     skip: u32,
     mut vector: impl FnMut(usize, &[&[u8]], &[[*mut f32; 4]], usize) -> usize,
     mut vertical: impl FnMut(&[*const f32], VTaps<'_>, &mut [f32]) -> usize,

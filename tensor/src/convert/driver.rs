@@ -14,6 +14,8 @@ use super::avx512;
 use super::baseline::{self, VTaps, MULTI_PREFETCH_AHEAD};
 use super::finish::{SendPtr, BLOCK, PATTERN};
 use super::hint::prefetch;
+#[cfg(target_arch = "x86_64")]
+use super::lines::Lines;
 #[cfg(target_arch = "aarch64")]
 use super::neon;
 #[cfg(target_arch = "x86_64")]
@@ -708,7 +710,7 @@ fn horizontal(avx2: bool, row: &[f32], i0: &[u32], i1: &[u32], w: &[f32], single
 
 /// Two distinct rows of `rows`, mutably: `[.., a, b]` are rows `ka` and `kb`.
 #[cfg(target_arch = "x86_64")]
-fn pick2(rows: &mut [Vec<f32>; 4], ka: usize, kb: usize) -> [&mut Vec<f32>; 2] {
+fn pick2(rows: &mut [Lines<f32>; 4], ka: usize, kb: usize) -> [&mut Lines<f32>; 2] {
     assert_ne!(ka, kb);
     let [r0, r1, r2, r3] = rows;
     let mut all = [Some(r0), Some(r1), Some(r2), Some(r3)];

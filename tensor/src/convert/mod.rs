@@ -15,6 +15,7 @@
 // The sampling plan and the finish values, pure layout math on every target.
 mod finish;
 mod hint;
+mod lines;
 mod plan;
 // The row loop, and the only module that uses a level.
 mod driver;
@@ -42,6 +43,7 @@ use crate::preprocess::{
 };
 use crate::{Error, Result};
 use finish::{FinishValues, Padding, SendPtr};
+use lines::Lines;
 use plan::{
     axis, components, multi_axis, site_shift, weight_pairs, Axis, Comp, Filter, Group, MultiTap, SrcKind,
     MAX_TAPS,
@@ -223,10 +225,10 @@ pub struct KernelCounts {
 
 /// Per band: the vertically interpolated plane rows and the per-channel rows of one output row.
 struct Scratch {
-    vrows: [Vec<f32>; 3],
-    comps: [Vec<f32>; 4],
-    chans: [Vec<f32>; 4],
-    bytes: [Vec<u8>; 4],
+    vrows: [Lines<f32>; 3],
+    comps: [Lines<f32>; 4],
+    chans: [Lines<f32>; 4],
+    bytes: [Lines<u8>; 4],
     /// Multi-tap filters: the filtered rows (see `baseline::Ring`).
     ring: baseline::Ring,
     counts: KernelCounts,
@@ -512,20 +514,17 @@ impl Converter {
             .map(|_| {
                 Mutex::new(Scratch {
                     vrows: std::array::from_fn(|p| {
-                        vec![0.0; plane_window[p].1.saturating_sub(plane_window[p].0)]
+                        Lines::zeroed(plane_window[p].1.saturating_sub(plane_window[p].0))
                     }),
-                    comps: std::array::from_fn(|_| vec![0.0; rect.width]),
-                    chans: std::array::from_fn(|_| vec![0.0; rect.width]),
-                    bytes: std::array::from_fn(|_| vec![0; rect.width]),
+                    comps: std::array::from_fn(|_| Lines::zeroed(rect.width)),
+                    chans: std::array::from_fn(|_| Lines::zeroed(rect.width)),
+                    bytes: std::array::from_fn(|_| Lines::zeroed(rect.width)),
                     ring: baseline::Ring {
                         rows: std::array::from_fn(|k| match (&multi, comps.get(k)) {
-                            (Some(m), Some(comp)) => {
-                                vec![
-                                    0.0;
-                                    baseline::ring_slots(m.rows[usize::from(comp.chroma)].taps) * rect.width
-                                ]
-                            }
-                            _ => Vec::new(),
+                            (Some(m), Some(comp)) => Lines::zeroed(
+                                baseline::ring_slots(m.rows[usize::from(comp.chroma)].taps) * rect.width,
+                            ),
+                            _ => Lines::default(),
                         }),
                         tags: std::array::from_fn(|k| match (&multi, comps.get(k)) {
                             (Some(m), Some(comp)) => {
@@ -533,7 +532,7 @@ impl Converter {
                             }
                             _ => Vec::new(),
                         }),
-                        acc: vec![0; if multi.is_some() { rect.width } else { 0 }],
+                        acc: Lines::zeroed(if multi.is_some() { rect.width } else { 0 }),
                         sums: match &multi {
                             Some(m)
                                 if m.groups.iter().any(|g| {
@@ -543,21 +542,21 @@ impl Converter {
                                         || g.compact.is_some()
                                 }) =>
                             {
-                                vec![0; m.row_len.iter().copied().max().unwrap_or(0)]
+                                Lines::zeroed(m.row_len.iter().copied().max().unwrap_or(0))
                             }
-                            _ => Vec::new(),
+                            _ => Lines::default(),
                         },
                         packed: match &multi {
                             Some(m) if m.groups.iter().any(|g| g.compact.is_some()) => {
-                                vec![0; m.row_len.iter().copied().max().unwrap_or(0)]
+                                Lines::zeroed(m.row_len.iter().copied().max().unwrap_or(0))
                             }
-                            _ => Vec::new(),
+                            _ => Lines::default(),
                         },
                         packed_rows: match &multi {
-                            Some(m) if m.groups.iter().any(|g| g.compact.is_some()) => {
-                                vec![0; baseline::ROWS_AT_ONCE * m.row_len.iter().copied().max().unwrap_or(0)]
-                            }
-                            _ => Vec::new(),
+                            Some(m) if m.groups.iter().any(|g| g.compact.is_some()) => Lines::zeroed(
+                                baseline::ROWS_AT_ONCE * m.row_len.iter().copied().max().unwrap_or(0),
+                            ),
+                            _ => Lines::default(),
                         },
                         bytes: std::array::from_fn(|k| match (&multi, comps.get(k)) {
                             (Some(m), Some(comp))
@@ -565,12 +564,11 @@ impl Converter {
                                     g.whole.is_some() || g.compact.as_ref().is_some_and(|p| p.whole.is_some())
                                 }) =>
                             {
-                                vec![
-                                    0;
-                                    baseline::ring_slots(m.rows[usize::from(comp.chroma)].taps) * rect.width
-                                ]
+                                Lines::zeroed(
+                                    baseline::ring_slots(m.rows[usize::from(comp.chroma)].taps) * rect.width,
+                                )
                             }
-                            _ => Vec::new(),
+                            _ => Lines::default(),
                         }),
                         btags: std::array::from_fn(|k| match (&multi, comps.get(k)) {
                             (Some(m), Some(comp))

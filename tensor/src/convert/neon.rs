@@ -25,6 +25,7 @@ use super::finish::{
     RAW8, RGB, YUV,
 };
 use super::hint::prefetch;
+use super::lines::Lines;
 use super::plan::{
     group_dispatch, group_tail, Blocks, Group, Shuffle, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT, WEIGHT_UNIT,
 };
@@ -43,7 +44,7 @@ pub(super) fn sample(
     wx: &[f32],
     wq: &[u32],
     single: bool,
-    out: &mut [Vec<f32>; 4],
+    out: &mut [Lines<f32>; 4],
     ahead: [usize; 2],
 ) -> usize {
     assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
@@ -79,7 +80,7 @@ unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, cons
     g: &Group,
     plan: &Shuffle,
     wq: &[u32],
-    out: &mut [Vec<f32>; 4],
+    out: &mut [Lines<f32>; 4],
     ahead: [usize; 2],
 ) -> usize {
     assert!(g.members.len() >= M && (1..=4).contains(&M) && matches!(P, 1 | 2 | 4));
@@ -163,7 +164,7 @@ unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, cons
 /// # Safety
 /// `dst` holds the converter's layout and no other thread writes row `y`; `comps` rows hold the
 /// content width.
-pub(super) unsafe fn finish(f: &FinishValues, comps: &[Vec<f32>; 4], dst: SendPtr, y: usize) -> usize {
+pub(super) unsafe fn finish(f: &FinishValues, comps: &[Lines<f32>; 4], dst: SendPtr, y: usize) -> usize {
     finish_dispatch!(finish_rows, f, comps, dst, y)
 }
 
@@ -186,11 +187,11 @@ struct Consts {
 #[inline(never)]
 unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
     f: &FinishValues,
-    comps: &[Vec<f32>; 4],
+    comps: &[Lines<f32>; 4],
     dst: SendPtr,
     y: usize,
 ) -> usize {
-    let n = f.width.min(comps.iter().map(Vec::len).min().unwrap_or(0)) / 8 * 8;
+    let n = f.width.min(comps.iter().map(|c| c.len()).min().unwrap_or(0)) / 8 * 8;
     let v = |a: f32| vdupq_n_f32(a);
     let k = Consts {
         m: f.m.map(|r| r.map(v)),
@@ -283,7 +284,7 @@ fn clamp<const OUT: u8>(v: float32x4_t, lo: float32x4_t, hi: float32x4_t) -> flo
 #[inline(always)]
 unsafe fn values<const K: u8, const CS: u8, const OUT: u8>(
     k: &Consts,
-    comps: &[Vec<f32>; 4],
+    comps: &[Lines<f32>; 4],
     x: usize,
 ) -> [float32x4_t; 4] {
     let (nc, order, fold) = (channels(CS), order(CS), folded(K, CS, OUT));

@@ -10,6 +10,7 @@ use super::finish::{
     channels, fill_blocks, finish_dispatch, folded, order, yuv_rows, FinishValues, SendPtr, FLOAT, GRAY,
     GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
+use super::lines::Lines;
 use super::plan::{group_dispatch, group_tail, Group, Shuffle, WEIGHT_UNIT};
 use std::arch::x86_64::*;
 
@@ -144,7 +145,7 @@ pub(super) unsafe fn gather(
     g: &Group,
     wx: &[f32],
     single: bool,
-    out: &mut [Vec<f32>; 4],
+    out: &mut [Lines<f32>; 4],
     ahead: [usize; 2],
 ) -> usize {
     use std::arch::x86_64::*;
@@ -213,7 +214,7 @@ pub(super) unsafe fn sample(
     wx: &[f32],
     wq: &[u32],
     single: bool,
-    out: &mut [Vec<f32>; 4],
+    out: &mut [Lines<f32>; 4],
     ahead: [usize; 2],
 ) -> usize {
     let blocks = group_dispatch!(
@@ -235,7 +236,7 @@ pub(super) unsafe fn sample(
 /// Going through channel rows and a separate interleaving pass cost about as much as sampling
 /// (measured: half of an NV12 → uint8 frame's time). Returns `n`; the caller finishes the row.
 #[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn finish(f: &FinishValues, comps: &[Vec<f32>; 4], dst: SendPtr, y: usize) -> usize {
+pub(super) unsafe fn finish(f: &FinishValues, comps: &[Lines<f32>; 4], dst: SendPtr, y: usize) -> usize {
     finish_dispatch!(finish_rows, f, comps, dst, y)
 }
 
@@ -243,7 +244,7 @@ pub(super) unsafe fn finish(f: &FinishValues, comps: &[Vec<f32>; 4], dst: SendPt
 #[inline(always)]
 unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
     f: &FinishValues,
-    comps: &[Vec<f32>; 4],
+    comps: &[Lines<f32>; 4],
     dst: SendPtr,
     y: usize,
 ) -> usize {
@@ -420,7 +421,7 @@ unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, con
     g: &Group,
     plan: &Shuffle,
     wq: &[u32],
-    out: &mut [Vec<f32>; 4],
+    out: &mut [Lines<f32>; 4],
     ahead: [usize; 2],
 ) -> usize {
     use std::arch::x86_64::*;

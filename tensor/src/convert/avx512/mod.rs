@@ -10,6 +10,7 @@ use super::finish::{
     channels, fill_blocks, finish_dispatch, folded, order, yuv_rows, FinishValues, SendPtr, FLOAT, GRAY,
     GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
+use super::lines::Lines;
 use super::plan::{group_dispatch, group_tail, Group, Permute, WEIGHT_UNIT};
 use std::arch::x86_64::*;
 
@@ -89,7 +90,7 @@ const RGB32: [[[u32; 16]; 2]; 3] = interleave_f32_rgb();
 /// The CPU has AVX-512 F/BW/VL/VBMI; `dst` holds the converter's layout; `comps` rows hold the
 /// content width.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
-pub(super) unsafe fn finish(f: &FinishValues, comps: &[Vec<f32>; 4], dst: SendPtr, y: usize) -> usize {
+pub(super) unsafe fn finish(f: &FinishValues, comps: &[Lines<f32>; 4], dst: SendPtr, y: usize) -> usize {
     finish_dispatch!(finish_rows, f, comps, dst, y)
 }
 
@@ -115,7 +116,7 @@ struct Consts {
 #[inline(always)]
 unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
     f: &FinishValues,
-    comps: &[Vec<f32>; 4],
+    comps: &[Lines<f32>; 4],
     dst: SendPtr,
     y: usize,
 ) -> usize {
@@ -165,7 +166,7 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
 #[inline(always)]
 unsafe fn pixels<const K: u8, const CS: u8, const OUT: u8>(
     k: &Consts,
-    comps: &[Vec<f32>; 4],
+    comps: &[Lines<f32>; 4],
     row: *mut u8,
     x: usize,
     left: usize,
@@ -322,7 +323,7 @@ pub(super) unsafe fn sample(
     wx: &[f32],
     wq: &[u32],
     single: bool,
-    out: &mut [Vec<f32>; 4],
+    out: &mut [Lines<f32>; 4],
     ahead: [usize; 2],
 ) -> usize {
     assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
@@ -361,7 +362,7 @@ unsafe fn split_blocks<const UNUSED: bool, const M: usize, const SINGLE: bool, c
     g: &Group,
     plan: &Permute,
     wq: &[u32],
-    out: &mut [Vec<f32>; 4],
+    out: &mut [Lines<f32>; 4],
     ahead: [usize; 2],
 ) -> usize {
     assert!(g.members.len() >= M && (1..=4).contains(&M) && plan.split);
@@ -424,7 +425,7 @@ unsafe fn sample_blocks<const NARROW: bool, const M: usize, const SINGLE: bool, 
     g: &Group,
     plan: &Permute,
     wq: &[u32],
-    out: &mut [Vec<f32>; 4],
+    out: &mut [Lines<f32>; 4],
     ahead: [usize; 2],
 ) -> usize {
     assert!(g.members.len() >= M && (1..=4).contains(&M));

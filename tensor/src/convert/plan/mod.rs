@@ -4,6 +4,7 @@
 //! (`Permute`) plans; with the scalar columns after the vector kernels' last block, which every
 //! vector level shares. A new filter adds its tables here and its kernels to the level files.
 
+use super::lines::Lines;
 use crate::format::PixelFormat;
 use crate::preprocess::Interpolation;
 use crate::{Error, Result};
@@ -447,7 +448,7 @@ pub(super) fn group_tail(
     g: &Group,
     wx: &[f32],
     xs: Range<usize>,
-    out: &mut [Vec<f32>; 4],
+    out: &mut [Lines<f32>; 4],
 ) {
     for x in xs {
         for &(k, shift) in &g.members {
