@@ -335,30 +335,38 @@ unsafe fn box_sums_n<const N: usize>(
     out: *mut u16,
     ahead: usize,
 ) -> usize {
-    let w: [__m256i; N] = std::array::from_fn(|j| _mm256_set1_epi16(k[j]));
+    // Loops and a macro, not closures: a closure LLVM leaves outlined has no AVX2 of its own, and
+    // its intrinsics then run as calls.
+    let mut w = [_mm256_setzero_si256(); N];
+    for j in 0..N {
+        w[j] = _mm256_set1_epi16(k[j]);
+    }
     let row: [*const u8; N] = std::array::from_fn(|j| unsafe { base.add(j * stride) });
-    let sum = |t: usize| {
-        let mut acc = _mm256_setzero_si256();
-        for j in 0..N {
-            let v = unsafe { _mm256_cvtepu8_epi16(_mm_loadu_si128(row[j].add(t) as *const __m128i)) };
-            acc = _mm256_add_epi16(acc, _mm256_mullo_epi16(v, w[j]));
-        }
-        acc
-    };
+    macro_rules! sum {
+        ($t:expr) => {{
+            let t: usize = $t;
+            let mut acc = _mm256_setzero_si256();
+            for j in 0..N {
+                let v = _mm256_cvtepu8_epi16(_mm_loadu_si128(row[j].add(t) as *const __m128i));
+                acc = _mm256_add_epi16(acc, _mm256_mullo_epi16(v, w[j]));
+            }
+            acc
+        }};
+    }
     let mut t = lo;
     while t + 32 <= hi {
-        // Every other step: one line (outside `sum`, which stays inlined with AVX2).
+        // Every other step: one line (outside `sum`).
         if ahead != 0 && (t - lo).is_multiple_of(64) {
             prefetch_window(&row, t + ahead, false);
         }
         unsafe {
-            _mm256_storeu_si256(out.add(t) as *mut __m256i, sum(t));
-            _mm256_storeu_si256(out.add(t + 16) as *mut __m256i, sum(t + 16));
+            _mm256_storeu_si256(out.add(t) as *mut __m256i, sum!(t));
+            _mm256_storeu_si256(out.add(t + 16) as *mut __m256i, sum!(t + 16));
         }
         t += 32;
     }
     while t + 16 <= hi {
-        unsafe { _mm256_storeu_si256(out.add(t) as *mut __m256i, sum(t)) };
+        unsafe { _mm256_storeu_si256(out.add(t) as *mut __m256i, sum!(t)) };
         t += 16;
     }
     t

@@ -73,17 +73,24 @@ unsafe fn box_sums_n<const N: usize>(
     out: *mut u16,
     ahead: usize,
 ) {
-    let w: [__m512i; N] = std::array::from_fn(|j| _mm512_set1_epi16(k[j]));
+    // Loops and a macro, not closures: a closure's intrinsics are not inlined where LLVM leaves
+    // the closure outlined (it has no AVX-512 of its own), and then each runs as a call.
+    let mut w = [_mm512_setzero_si512(); N];
+    for j in 0..N {
+        w[j] = _mm512_set1_epi16(k[j]);
+    }
     let row: [*const u8; N] = std::array::from_fn(|j| base.add(j * stride));
-    let sum = |t: usize, mask: __mmask32| {
-        let mut acc = _mm512_setzero_si512();
-        for j in 0..N {
-            let v = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, row[j].add(t) as *const i8));
-            acc = _mm512_add_epi16(acc, _mm512_mullo_epi16(v, w[j]));
-        }
-        acc
-    };
-    // (Here, not in `sum`: a call there left the closure outlined, without AVX-512, at 10× the time.)
+    macro_rules! sum {
+        ($t:expr, $mask:expr) => {{
+            let (t, mask): (usize, __mmask32) = ($t, $mask);
+            let mut acc = _mm512_setzero_si512();
+            for j in 0..N {
+                let v = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, row[j].add(t) as *const i8));
+                acc = _mm512_add_epi16(acc, _mm512_mullo_epi16(v, w[j]));
+            }
+            acc
+        }};
+    }
     let ask_at = |t: usize| {
         if ahead != 0 {
             prefetch_window(&row, t + ahead, false);
@@ -92,7 +99,7 @@ unsafe fn box_sums_n<const N: usize>(
     let mut t = lo;
     while t + 64 <= hi {
         ask_at(t);
-        let (a, b) = (sum(t, u32::MAX), sum(t + 32, u32::MAX));
+        let (a, b) = (sum!(t, u32::MAX), sum!(t + 32, u32::MAX));
         _mm512_storeu_si512(out.add(t) as *mut _, a);
         _mm512_storeu_si512(out.add(t + 32) as *mut _, b);
         t += 64;
@@ -100,7 +107,7 @@ unsafe fn box_sums_n<const N: usize>(
     ask_at(t);
     while t < hi {
         let mask: __mmask32 = if hi - t >= 32 { u32::MAX } else { (1u32 << (hi - t)) - 1 };
-        _mm512_mask_storeu_epi16(out.add(t) as *mut i16, mask, sum(t, mask));
+        _mm512_mask_storeu_epi16(out.add(t) as *mut i16, mask, sum!(t, mask));
         t += 32;
     }
 }

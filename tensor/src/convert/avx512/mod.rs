@@ -16,11 +16,11 @@ use std::arch::x86_64::*;
 
 mod boxes;
 mod taps;
+mod vertical;
 use super::hint::prefetch_window;
 pub(super) use boxes::{box_blocks, box_sums, pack_words};
-pub(super) use taps::{
-    multitap, multitap_bytes, multitap_vertical, pack_bytes, vertical_bytes, whole, whole_bytes,
-};
+pub(super) use taps::{multitap, multitap_bytes, pack_bytes, whole, whole_bytes};
+pub(super) use vertical::{multitap_vertical, vertical_bytes};
 
 /// The CPU has what the kernels here use (`vpermb` is VBMI).
 pub(super) fn detect() -> bool {
@@ -274,11 +274,17 @@ unsafe fn pixels<const K: u8, const CS: u8, const OUT: u8>(
                 });
             }
             let flip = _mm512_set1_epi8(-128);
-            let pack8 = |a: __m512i, b: __m512i| match (OUT == RAW8, k.signed) {
-                (true, true) => _mm512_xor_si512(_mm512_packus_epi16(a, b), flip),
-                (false, true) => _mm512_packs_epi16(a, b),
-                _ => _mm512_packus_epi16(a, b),
-            };
+            // A macro, not a closure: the closure stayed outlined, its packs run as calls.
+            macro_rules! pack8 {
+                ($a:expr, $b:expr) => {{
+                    let (a, b) = ($a, $b);
+                    match (OUT == RAW8, k.signed) {
+                        (true, true) => _mm512_xor_si512(_mm512_packus_epi16(a, b), flip),
+                        (false, true) => _mm512_packs_epi16(a, b),
+                        _ => _mm512_packus_epi16(a, b),
+                    }
+                }};
+            }
             if k.chw || nc == 1 {
                 for i in 0..nc {
                     let v = if k.signed && OUT != RAW8 {
@@ -295,9 +301,9 @@ unsafe fn pixels<const K: u8, const CS: u8, const OUT: u8>(
                 }
             } else {
                 let (b, table) = if nc == 3 {
-                    (pack8(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[2])), RGB8.as_ptr())
+                    (pack8!(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[2])), RGB8.as_ptr())
                 } else {
-                    (pack8(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[3])), RGBA8.as_ptr())
+                    (pack8!(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[3])), RGBA8.as_ptr())
                 };
                 let v = _mm512_permutexvar_epi8(_mm512_loadu_si512(table as *const _), b);
                 _mm512_mask_storeu_epi8(row.add(nc * x) as *mut i8, lanes(0, 64), v);

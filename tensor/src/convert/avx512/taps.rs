@@ -1,11 +1,10 @@
 //! The AVX-512 level's multi-tap kernels (`area`, `bilinear-antialias`, the bicubics): the
 //! horizontal blocks over bytes (2^-22 and 2^-14 weights in dword lanes), PIL's whole weights in
-//! word lanes, and the vertical pass; an exact box's row sums and the blocks across them are in
-//! `boxes.rs`.
+//! word lanes, and the packed rows; the vertical passes are in `vertical.rs`, an exact box's row
+//! sums and the blocks across them in `boxes.rs`.
 
 #![allow(clippy::needless_range_loop)]
 
-use crate::convert::baseline::VTaps;
 use crate::convert::hint::prefetch_window;
 use crate::convert::plan::{Blocks, Whole, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT};
 use std::arch::x86_64::*;
@@ -223,100 +222,6 @@ pub(super) unsafe fn store_lanes<const M: usize>(out: &[*mut f32; 4], b: usize, 
     }
 }
 
-/// A multi-tap filter's vertical pass at sixteen lanes (`avx2::multitap_vertical` at twice the
-/// width, the same order: OpenCV's separate multiply and add, then the scale; PIL's i32 sums,
-/// shift and clamp), 32 outputs per step. The AVX2 loop took a quarter of a 1080p NV12 frame's
-/// `bilinear-antialias` at this level. Returns the outputs it wrote (whole steps).
-///
-/// # Safety
-/// The CPU has AVX-512 (F, BW); every row pointer is readable for `out.len()` values.
-#[target_feature(enable = "avx512f,avx512bw")]
-pub(in crate::convert) unsafe fn multitap_vertical(
-    rows: &[*const f32],
-    taps: VTaps<'_>,
-    out: &mut [f32],
-) -> usize {
-    let n = out.len() / 32 * 32;
-    let o = out.as_mut_ptr();
-    match taps {
-        VTaps::Float(w, scale) => {
-            let rows = &rows[..w.len().min(rows.len())];
-            let scale = _mm512_set1_ps(scale);
-            let w0 = _mm512_set1_ps(w[0]);
-            for x in (0..n).step_by(32) {
-                unsafe {
-                    let mut a = _mm512_mul_ps(w0, _mm512_loadu_ps(rows[0].add(x)));
-                    let mut b = _mm512_mul_ps(w0, _mm512_loadu_ps(rows[0].add(x + 16)));
-                    for (&r, &wj) in rows[1..].iter().zip(&w[1..]) {
-                        let wj = _mm512_set1_ps(wj);
-                        a = _mm512_add_ps(a, _mm512_mul_ps(wj, _mm512_loadu_ps(r.add(x))));
-                        b = _mm512_add_ps(b, _mm512_mul_ps(wj, _mm512_loadu_ps(r.add(x + 16))));
-                    }
-                    _mm512_storeu_ps(o.add(x), _mm512_mul_ps(a, scale));
-                    _mm512_storeu_ps(o.add(x + 16), _mm512_mul_ps(b, scale));
-                }
-            }
-        }
-        VTaps::Pil(_, Some((k, d))) => {
-            // Whole weights (`plan::Taps::d`): each byte times its `k` by one `pmaddwd` (the
-            // byte's dword is (b, 0) as words), then `⌊(2S + D) / 2D⌋` in f32: exact, as `2S + D`
-            // and the quotient's error (under 2^-15) stay below the `1/(2D)` between it and a
-            // whole number for an odd D, and a power-of-two D divides exactly.
-            let rows = &rows[..k.len().min(rows.len())];
-            let inv = _mm512_set1_ps((0.5 / d as f64) as f32);
-            let d = _mm512_set1_epi32(d as i32);
-            for x in (0..n).step_by(32) {
-                unsafe {
-                    let (mut a, mut b) = (_mm512_setzero_si512(), _mm512_setzero_si512());
-                    for (&r, &kj) in rows.iter().zip(k) {
-                        let kj = _mm512_set1_epi32(kj as i32);
-                        let (ra, rb) = (
-                            _mm512_loadu_si512(r.add(x) as *const _),
-                            _mm512_loadu_si512(r.add(x + 16) as *const _),
-                        );
-                        a = _mm512_add_epi32(a, _mm512_madd_epi16(ra, kj));
-                        b = _mm512_add_epi32(b, _mm512_madd_epi16(rb, kj));
-                    }
-                    let q = |s: __m512i| {
-                        let t = _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_add_epi32(s, s), d));
-                        _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(_mm512_mul_ps(
-                            t, inv,
-                        ))
-                    };
-                    _mm512_storeu_ps(o.add(x), q(a));
-                    _mm512_storeu_ps(o.add(x + 16), q(b));
-                }
-            }
-        }
-        VTaps::Pil(w, None) => {
-            let (half, zero, top) =
-                (_mm512_set1_epi32(PIL_HALF), _mm512_setzero_si512(), _mm512_set1_epi32(255));
-            let done = |s: __m512i| {
-                let s = _mm512_srai_epi32::<{ PIL_SHIFT }>(s);
-                _mm512_cvtepi32_ps(_mm512_min_epi32(_mm512_max_epi32(s, zero), top))
-            };
-            for x in (0..n).step_by(32) {
-                unsafe {
-                    let (mut a, mut b) = (half, half);
-                    for (&r, &wj) in rows.iter().zip(w) {
-                        let wj = _mm512_set1_epi32(wj);
-                        // The rows hold the horizontal pass's bytes as i32 bits (`baseline::pil_byte`).
-                        let (ra, rb) = (
-                            _mm512_loadu_si512(r.add(x) as *const _),
-                            _mm512_loadu_si512(r.add(x + 16) as *const _),
-                        );
-                        a = _mm512_add_epi32(a, _mm512_mullo_epi32(wj, ra));
-                        b = _mm512_add_epi32(b, _mm512_mullo_epi32(wj, rb));
-                    }
-                    _mm512_storeu_ps(o.add(x), done(a));
-                    _mm512_storeu_ps(o.add(x + 16), done(b));
-                }
-            }
-        }
-    }
-    n
-}
-
 /// PIL's horizontal pass with whole weights (`plan::Whole`) over source rows `rows` into their
 /// members' rows `out[i]` (PIL's bytes as i32 bits, `baseline::pil_byte`): per block and tap pair
 /// one byte permute and one `pmaddubsw` for 32 outputs, then `⌊(2S + D) / 2D⌋` by a multiply-high
@@ -496,131 +401,6 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize, const
     plan.done
 }
 
-/// PIL's vertical pass over rows of bytes (`baseline::pil8_row`) into a component's row (f32
-/// values of PIL's bytes): with whole weights (`div`: `D`'s divider), 32 outputs per step in i16
-/// (`Σ k · b` and `2S + D` fit: `plan::WHOLE_MAX`) and the multiply-high division; else PIL's
-/// 2^-22 weights in i32, 16 per step. Returns the outputs it wrote (whole steps).
-///
-/// # Safety
-/// The CPU has AVX-512 (F, BW); every row pointer is readable for `out.len()` bytes.
-#[target_feature(enable = "avx512f,avx512bw")]
-pub(in crate::convert) unsafe fn vertical_bytes(
-    rows: &[*const u8],
-    wi: &[i32],
-    whole: Option<(&[i16], u8, (u16, u16))>,
-    out: &mut [f32],
-) -> usize {
-    let o = out.as_mut_ptr();
-    match whole {
-        Some((k, d, (mul, shift))) => {
-            let n = out.len() / 32 * 32;
-            let rows = &rows[..k.len().min(rows.len())];
-            let (d, mul, shift) = (d as i16, mul as i16, shift as i16);
-            macro_rules! taps {
-                ($($t:literal)*) => {
-                    match rows.len() {
-                        $($t => unsafe { vertical_whole::<$t>(rows, k, (d, mul, shift), o, n) },)*
-                        _ => unsafe { vertical_whole_any(rows, k, (d, mul, shift), o, n) },
-                    }
-                };
-            }
-            taps!(1 2 3 4 5 6 7 8 9 10 11 12);
-            n
-        }
-        None => {
-            let n = out.len() / 16 * 16;
-            let rows = &rows[..wi.len().min(rows.len())];
-            let (half, zero, top) =
-                (_mm512_set1_epi32(PIL_HALF), _mm512_setzero_si512(), _mm512_set1_epi32(255));
-            for x in (0..n).step_by(16) {
-                unsafe {
-                    let mut a = half;
-                    for (&r, &w) in rows.iter().zip(wi) {
-                        let v = _mm512_cvtepu8_epi32(_mm_loadu_si128(r.add(x) as *const __m128i));
-                        a = _mm512_add_epi32(a, _mm512_mullo_epi32(v, _mm512_set1_epi32(w)));
-                    }
-                    let s = _mm512_srai_epi32::<{ PIL_SHIFT }>(a);
-                    _mm512_storeu_ps(
-                        o.add(x),
-                        _mm512_cvtepi32_ps(_mm512_min_epi32(_mm512_max_epi32(s, zero), top)),
-                    );
-                }
-            }
-            n
-        }
-    }
-}
-
-/// `vertical_bytes` with whole weights for `N` rows: the weights' broadcasts and the row pointers
-/// held in registers across the row. With the count known only at run time, each step loaded and
-/// broadcast every weight again and reloaded the row pointers (at 3× the triangle's 5 rows:
-/// the broadcasts a sixth of the loop's instructions). Engine, uint8, `bilinear-antialias`, 8
-/// rotating frames, min of 1000, before → after: YUY2 0.699–0.768 → 0.656–0.711 ms, RGBA (32
-/// frames) 0.902–0.910 → 0.861–0.878, NV12 0.406–0.434 → 0.406–0.417.
-///
-/// Sums start at `D` over twice the weights: `2S + D` with two adds fewer per step (`pmullw`
-/// keeps the low 16 bits, and `2S + D < 2^16`). Rows taken two at a time into `pmaddubsw`
-/// (64 outputs a step, in-lane byte interleaves instead of `vpmovzxbw`, which Zen 4 runs on its
-/// two shuffle pipes) was faster alone, 129 → 113 ns for 640 outputs over 5 rows in L1, and
-/// slower in the converter, 1080p NV12 → 640 hot 0.386 → 0.414 ms (docs/benchmarks.md).
-#[inline(always)]
-unsafe fn vertical_whole<const N: usize>(
-    rows: &[*const u8],
-    k: &[i16],
-    (d, mul, shift): (i16, i16, i16),
-    o: *mut f32,
-    n: usize,
-) {
-    let rows: [*const u8; N] = std::array::from_fn(|j| rows[j]);
-    let kj: [__m512i; N] = std::array::from_fn(|j| _mm512_set1_epi16(2 * k[j]));
-    let (d, mul, shift) = (_mm512_set1_epi16(d), _mm512_set1_epi16(mul), _mm512_set1_epi16(shift));
-    for x in (0..n).step_by(32) {
-        unsafe {
-            let mut s = d;
-            for j in 0..N {
-                let v = _mm512_cvtepu8_epi16(_mm256_loadu_si256(rows[j].add(x) as *const __m256i));
-                s = _mm512_add_epi16(s, _mm512_mullo_epi16(v, kj[j]));
-            }
-            whole_store(s, mul, shift, o.add(x));
-        }
-    }
-}
-
-/// `vertical_whole` for any number of rows.
-#[inline(always)]
-unsafe fn vertical_whole_any(
-    rows: &[*const u8],
-    k: &[i16],
-    (d, mul, shift): (i16, i16, i16),
-    o: *mut f32,
-    n: usize,
-) {
-    let (d, mul, shift) = (_mm512_set1_epi16(d), _mm512_set1_epi16(mul), _mm512_set1_epi16(shift));
-    for x in (0..n).step_by(32) {
-        unsafe {
-            let mut s = d;
-            for (&r, &kj) in rows.iter().zip(k) {
-                let v = _mm512_cvtepu8_epi16(_mm256_loadu_si256(r.add(x) as *const __m256i));
-                s = _mm512_add_epi16(s, _mm512_mullo_epi16(v, _mm512_set1_epi16(2 * kj)));
-            }
-            whole_store(s, mul, shift, o.add(x));
-        }
-    }
-}
-
-/// PIL's byte of 32 whole-weight sums as `t = 2S + D` (`⌊t / 2D⌋` by the multiply-high division)
-/// as floats at `o`.
-#[inline(always)]
-unsafe fn whole_store(t: __m512i, mul: __m512i, shift: __m512i, o: *mut f32) {
-    let q = _mm512_srlv_epi16(_mm512_mulhi_epu16(t, mul), shift);
-    let lo = _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(q)));
-    let hi = _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(q)));
-    unsafe {
-        _mm512_storeu_ps(o, lo);
-        _mm512_storeu_ps(o.add(16), hi);
-    }
-}
-
 /// A packed row (`plan::Compact`): `out[j] = row[from + 2j]` for `j < out.len()`, 64 bytes per
 /// step from 128 by one `vpermt2b`, the last loads under masks; the lines `ahead` bytes on are
 /// asked for as it goes (`baseline::ahead_bytes`; 0: none).
@@ -668,51 +448,5 @@ pub(in crate::convert) unsafe fn pack_bytes(row: &[u8], from: usize, out: &mut [
             let keep: __mmask64 = if left >= 64 { u64::MAX } else { (1u64 << left) - 1 };
             _mm512_mask_storeu_epi8(out.as_mut_ptr().add(j) as *mut i8, keep, v);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// The vertical pass with whole weights gives PIL's byte, `⌊(Σ wi · b + 2^21) / 2^22⌋` with
-    /// `wi = 2^22 k / D` rounded (`weights::pil_whole`), for 3×'s and 2.5×'s triangles, weights
-    /// whose double passes a signed byte (`pmullw`'s low half), one to twelve rows, and lengths
-    /// around the 32-output step.
-    #[test]
-    fn vertical_whole_gives_pils_bytes() {
-        if !std::is_x86_feature_detected!("avx512bw") {
-            return;
-        }
-        let cases: [&[i16]; 7] = [
-            &[1, 2, 3, 2, 1],
-            &[1, 5, 9, 7, 3],
-            &[80, 11],
-            &[40, 40, 11],
-            &[60, 4, 27],
-            &[1],
-            &[6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 7],
-        ];
-        let mut large = 0;
-        for k in cases {
-            let d: i16 = k.iter().sum();
-            let div = crate::convert::plan::divider(d as u16).expect("a divider");
-            let wi: Vec<i64> =
-                k.iter().map(|&k| ((k as f64) * (1u64 << 22) as f64 / d as f64).round() as i64).collect();
-            for n in [32, 64, 96, 640, 672] {
-                let rows: Vec<Vec<u8>> = (0..k.len())
-                    .map(|r| (0..n).map(|i| ((i * 97 + r * 61 + i * i * 13) % 256) as u8).collect())
-                    .collect();
-                let at: Vec<*const u8> = rows.iter().map(|r| r.as_ptr()).collect();
-                let mut out = vec![-1f32; n];
-                let done = unsafe { super::vertical_bytes(&at, &[], Some((k, d as u8, div)), &mut out) };
-                assert_eq!(done, n);
-                for x in 0..n {
-                    let acc: i64 = (0..k.len()).map(|j| wi[j] * rows[j][x] as i64).sum();
-                    let pil = ((acc + (1 << 21)) >> 22).clamp(0, 255);
-                    assert_eq!(out[x], pil as f32, "weights {k:?} over {d}, {n} outputs, output {x}");
-                }
-            }
-            large += usize::from(k.iter().any(|&w| 2 * w > 127));
-        }
-        assert_eq!(large, 1, "a weight whose double is past a signed byte");
     }
 }

@@ -1,0 +1,350 @@
+//! The AVX-512 level's vertical passes of the multi-tap filters: over the f32 rows of the
+//! horizontal pass (OpenCV's order, PIL's i32 sums), and PIL's over rows of bytes with whole
+//! weights (`baseline::pil8_row`).
+
+#![allow(clippy::needless_range_loop)]
+
+use crate::convert::baseline::VTaps;
+use crate::convert::plan::{PIL_HALF, PIL_SHIFT};
+use std::arch::x86_64::*;
+
+/// A multi-tap filter's vertical pass at sixteen lanes (`avx2::multitap_vertical` at twice the
+/// width, the same order: OpenCV's separate multiply and add, then the scale; PIL's i32 sums,
+/// shift and clamp), 32 outputs per step. The AVX2 loop took a quarter of a 1080p NV12 frame's
+/// `bilinear-antialias` at this level. Returns the outputs it wrote (whole steps).
+///
+/// # Safety
+/// The CPU has AVX-512 (F, BW); every row pointer is readable for `out.len()` values.
+#[target_feature(enable = "avx512f,avx512bw")]
+pub(in crate::convert) unsafe fn multitap_vertical(
+    rows: &[*const f32],
+    taps: VTaps<'_>,
+    out: &mut [f32],
+) -> usize {
+    let n = out.len() / 32 * 32;
+    let o = out.as_mut_ptr();
+    match taps {
+        VTaps::Float(w, scale) => {
+            let rows = &rows[..w.len().min(rows.len())];
+            let scale = _mm512_set1_ps(scale);
+            let w0 = _mm512_set1_ps(w[0]);
+            for x in (0..n).step_by(32) {
+                unsafe {
+                    let mut a = _mm512_mul_ps(w0, _mm512_loadu_ps(rows[0].add(x)));
+                    let mut b = _mm512_mul_ps(w0, _mm512_loadu_ps(rows[0].add(x + 16)));
+                    for (&r, &wj) in rows[1..].iter().zip(&w[1..]) {
+                        let wj = _mm512_set1_ps(wj);
+                        a = _mm512_add_ps(a, _mm512_mul_ps(wj, _mm512_loadu_ps(r.add(x))));
+                        b = _mm512_add_ps(b, _mm512_mul_ps(wj, _mm512_loadu_ps(r.add(x + 16))));
+                    }
+                    _mm512_storeu_ps(o.add(x), _mm512_mul_ps(a, scale));
+                    _mm512_storeu_ps(o.add(x + 16), _mm512_mul_ps(b, scale));
+                }
+            }
+        }
+        VTaps::Pil(_, Some((k, d))) => {
+            // Whole weights (`plan::Taps::d`): each byte times its `k` by one `pmaddwd` (the
+            // byte's dword is (b, 0) as words), then `⌊(2S + D) / 2D⌋` in f32: exact, as `2S + D`
+            // and the quotient's error (under 2^-15) stay below the `1/(2D)` between it and a
+            // whole number for an odd D, and a power-of-two D divides exactly.
+            let rows = &rows[..k.len().min(rows.len())];
+            let inv = _mm512_set1_ps((0.5 / d as f64) as f32);
+            let d = _mm512_set1_epi32(d as i32);
+            for x in (0..n).step_by(32) {
+                unsafe {
+                    let (mut a, mut b) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+                    for (&r, &kj) in rows.iter().zip(k) {
+                        let kj = _mm512_set1_epi32(kj as i32);
+                        let (ra, rb) = (
+                            _mm512_loadu_si512(r.add(x) as *const _),
+                            _mm512_loadu_si512(r.add(x + 16) as *const _),
+                        );
+                        a = _mm512_add_epi32(a, _mm512_madd_epi16(ra, kj));
+                        b = _mm512_add_epi32(b, _mm512_madd_epi16(rb, kj));
+                    }
+                    let q = |s: __m512i| {
+                        let t = _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_add_epi32(s, s), d));
+                        _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(_mm512_mul_ps(
+                            t, inv,
+                        ))
+                    };
+                    _mm512_storeu_ps(o.add(x), q(a));
+                    _mm512_storeu_ps(o.add(x + 16), q(b));
+                }
+            }
+        }
+        VTaps::Pil(w, None) => {
+            let (half, zero, top) =
+                (_mm512_set1_epi32(PIL_HALF), _mm512_setzero_si512(), _mm512_set1_epi32(255));
+            let done = |s: __m512i| {
+                let s = _mm512_srai_epi32::<{ PIL_SHIFT }>(s);
+                _mm512_cvtepi32_ps(_mm512_min_epi32(_mm512_max_epi32(s, zero), top))
+            };
+            for x in (0..n).step_by(32) {
+                unsafe {
+                    let (mut a, mut b) = (half, half);
+                    for (&r, &wj) in rows.iter().zip(w) {
+                        let wj = _mm512_set1_epi32(wj);
+                        // The rows hold the horizontal pass's bytes as i32 bits (`baseline::pil_byte`).
+                        let (ra, rb) = (
+                            _mm512_loadu_si512(r.add(x) as *const _),
+                            _mm512_loadu_si512(r.add(x + 16) as *const _),
+                        );
+                        a = _mm512_add_epi32(a, _mm512_mullo_epi32(wj, ra));
+                        b = _mm512_add_epi32(b, _mm512_mullo_epi32(wj, rb));
+                    }
+                    _mm512_storeu_ps(o.add(x), done(a));
+                    _mm512_storeu_ps(o.add(x + 16), done(b));
+                }
+            }
+        }
+    }
+    n
+}
+
+/// PIL's vertical pass over rows of bytes (`baseline::pil8_row`) into a component's row (f32
+/// values of PIL's bytes): with whole weights (`div`: `D`'s divider), 32 outputs per step in i16
+/// (`Σ k · b` and `2S + D` fit: `plan::WHOLE_MAX`) and the multiply-high division; else PIL's
+/// 2^-22 weights in i32, 16 per step. Returns the outputs it wrote (whole steps).
+///
+/// # Safety
+/// The CPU has AVX-512 (F, BW, VBMI); every row pointer is readable for `out.len()` bytes.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+pub(in crate::convert) unsafe fn vertical_bytes(
+    rows: &[*const u8],
+    wi: &[i32],
+    whole: Option<(&[i16], u8, (u16, u16))>,
+    out: &mut [f32],
+) -> usize {
+    let o = out.as_mut_ptr();
+    match whole {
+        Some((k, d, (mul, shift))) => {
+            let n = out.len() / 32 * 32;
+            let rows = &rows[..k.len().min(rows.len())];
+            let (d, mul, shift) = (d as i16, mul as i16, shift as i16);
+            // Doubled weights that are signed bytes go through `pmaddubsw` (`vertical_halves`).
+            let bytes = k.iter().all(|&k| (0..=63).contains(&k));
+            macro_rules! taps {
+                ($($t:literal)*) => {
+                    match (rows.len(), bytes) {
+                        $(($t, true) => unsafe { vertical_halves::<$t>(rows, k, (d, mul, shift), o, n) },)*
+                        $(($t, false) => unsafe { vertical_whole::<$t>(rows, k, (d, mul, shift), o, 0, n) },)*
+                        _ => unsafe { vertical_whole_any(rows, k, (d, mul, shift), o, n) },
+                    }
+                };
+            }
+            taps!(1 2 3 4 5 6 7 8 9 10 11 12);
+            n
+        }
+        None => {
+            let n = out.len() / 16 * 16;
+            let rows = &rows[..wi.len().min(rows.len())];
+            let (half, zero, top) =
+                (_mm512_set1_epi32(PIL_HALF), _mm512_setzero_si512(), _mm512_set1_epi32(255));
+            for x in (0..n).step_by(16) {
+                unsafe {
+                    let mut a = half;
+                    for (&r, &w) in rows.iter().zip(wi) {
+                        let v = _mm512_cvtepu8_epi32(_mm_loadu_si128(r.add(x) as *const __m128i));
+                        a = _mm512_add_epi32(a, _mm512_mullo_epi32(v, _mm512_set1_epi32(w)));
+                    }
+                    let s = _mm512_srai_epi32::<{ PIL_SHIFT }>(a);
+                    _mm512_storeu_ps(
+                        o.add(x),
+                        _mm512_cvtepi32_ps(_mm512_min_epi32(_mm512_max_epi32(s, zero), top)),
+                    );
+                }
+            }
+            n
+        }
+    }
+}
+
+/// `vertical_bytes` with whole weights for `N` rows: the weights' broadcasts and the row pointers
+/// held in registers across the row. With the count known only at run time, each step loaded and
+/// broadcast every weight again and reloaded the row pointers (at 3× the triangle's 5 rows:
+/// the broadcasts a sixth of the loop's instructions). Engine, uint8, `bilinear-antialias`, 8
+/// rotating frames, min of 1000, before → after: YUY2 0.699–0.768 → 0.656–0.711 ms, RGBA (32
+/// frames) 0.902–0.910 → 0.861–0.878, NV12 0.406–0.434 → 0.406–0.417.
+///
+/// Sums start at `D` over twice the weights: `2S + D` with two adds fewer per step (`pmullw`
+/// keeps the low 16 bits, and `2S + D < 2^16`). Rows taken two at a time into `pmaddubsw`
+/// (64 outputs a step, in-lane byte interleaves instead of `vpmovzxbw`, which Zen 4 runs on its
+/// two shuffle pipes) was faster alone, 129 → 113 ns for 640 outputs over 5 rows in L1, and
+/// slower in the converter, 1080p NV12 → 640 hot 0.386 → 0.414 ms (docs/benchmarks.md).
+#[inline(always)]
+unsafe fn vertical_whole<const N: usize>(
+    rows: &[*const u8],
+    k: &[i16],
+    (d, mul, shift): (i16, i16, i16),
+    o: *mut f32,
+    from: usize,
+    n: usize,
+) {
+    let rows: [*const u8; N] = std::array::from_fn(|j| rows[j]);
+    // Loops, not `from_fn`: its closures' broadcasts ran as calls.
+    let mut kj = [_mm512_setzero_si512(); N];
+    for j in 0..N {
+        kj[j] = _mm512_set1_epi16(2 * k[j]);
+    }
+    let (d, mul, shift) = (_mm512_set1_epi16(d), _mm512_set1_epi16(mul), _mm512_set1_epi16(shift));
+    for x in (from..n).step_by(32) {
+        unsafe {
+            let mut s = d;
+            for j in 0..N {
+                let v = _mm512_cvtepu8_epi16(_mm256_loadu_si256(rows[j].add(x) as *const __m256i));
+                s = _mm512_add_epi16(s, _mm512_mullo_epi16(v, kj[j]));
+            }
+            whole_store(s, mul, shift, o.add(x));
+        }
+    }
+}
+
+/// `vertical_whole` where every doubled weight is a signed byte, 64 outputs a step: each row's
+/// 64 bytes go whole into two `pmaddubsw`, one weighting the even bytes (weights `(2k, 0)`), one
+/// the odd (`(0, 2k)`), so no byte is widened before the sums. The two quotients (bytes in word
+/// lanes) merge into the 64 bytes in order by a shift and an or, and each 16 of them become
+/// floats by one zero-masked `vpermb` into dword lanes. Against `vertical_whole` at 5 rows that
+/// is 4 shuffles per 64 outputs instead of 14 (`vpmovzxbw` and `vpmovzxwd`, which Zen 4 runs on
+/// its two shuffle pipes). A last step of 32 goes through `vertical_whole`. Engine, uint8,
+/// `bilinear-antialias`, hot 1080p frame, best of 6 alternations: NV12 0.371 → 0.335 ms, YUY2
+/// 0.539 → 0.503, RGBA 0.538 → 0.497 (with `mulhi`).
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[inline]
+unsafe fn vertical_halves<const N: usize>(
+    rows: &[*const u8],
+    k: &[i16],
+    (d, mul, shift): (i16, i16, i16),
+    o: *mut f32,
+    n: usize,
+) {
+    let at: [*const u8; N] = std::array::from_fn(|j| rows[j]);
+    let (mut even, mut odd) = ([_mm512_setzero_si512(); N], [_mm512_setzero_si512(); N]);
+    for j in 0..N {
+        even[j] = _mm512_set1_epi16(2 * k[j]);
+        odd[j] = _mm512_set1_epi16((2 * k[j]) << 8);
+    }
+    let (dv, mulv, count) = (_mm512_set1_epi16(d), _mm512_set1_epi16(mul), _mm_cvtsi32_si128(shift as i32));
+    // Byte 4p of dword lane p takes byte 16z + p; the other three are zeroed by the mask.
+    let lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    let at16 = |z: i32| _mm512_add_epi32(_mm512_set1_epi32(z), lanes);
+    let spread = [at16(0), at16(16), at16(32), at16(48)];
+    let firsts: __mmask64 = 0x1111_1111_1111_1111;
+    let whole = n / 64 * 64;
+    for x in (0..whole).step_by(64) {
+        unsafe {
+            let (mut e, mut h) = (dv, dv);
+            for j in 0..N {
+                let v = _mm512_loadu_si512(at[j].add(x) as *const _);
+                e = _mm512_add_epi16(e, _mm512_maddubs_epi16(v, even[j]));
+                h = _mm512_add_epi16(h, _mm512_maddubs_epi16(v, odd[j]));
+            }
+            let qe = _mm512_srl_epi16(mulhi(e, mulv), count);
+            let qo = _mm512_srl_epi16(mulhi(h, mulv), count);
+            // Each quotient is at most 255: the odd one moves to its word's high byte.
+            let b = _mm512_or_si512(qe, _mm512_slli_epi16::<8>(qo));
+            for z in 0..4 {
+                let v = _mm512_maskz_permutexvar_epi8(firsts, spread[z], b);
+                _mm512_storeu_ps(o.add(x + 16 * z), _mm512_cvtepi32_ps(v));
+            }
+        }
+    }
+    if whole < n {
+        unsafe { vertical_whole::<N>(rows, k, (d, mul, shift), o, whole, n) };
+    }
+}
+
+/// `pmulhuw` as the instruction: from the intrinsic over `pmaddubsw` sums, LLVM widened each
+/// half to dwords and back (two extends, two multiplies and two truncations per vector), which
+/// made `vertical_halves` slower than `vertical_whole`.
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+unsafe fn mulhi(a: __m512i, b: __m512i) -> __m512i {
+    let mut a = a;
+    unsafe {
+        std::arch::asm!("vpmulhuw {a}, {a}, {b}", a = inout(zmm_reg) a, b = in(zmm_reg) b, options(pure, nomem, nostack));
+    }
+    a
+}
+
+/// `vertical_whole` for any number of rows.
+#[inline(always)]
+unsafe fn vertical_whole_any(
+    rows: &[*const u8],
+    k: &[i16],
+    (d, mul, shift): (i16, i16, i16),
+    o: *mut f32,
+    n: usize,
+) {
+    let (d, mul, shift) = (_mm512_set1_epi16(d), _mm512_set1_epi16(mul), _mm512_set1_epi16(shift));
+    for x in (0..n).step_by(32) {
+        unsafe {
+            let mut s = d;
+            for (&r, &kj) in rows.iter().zip(k) {
+                let v = _mm512_cvtepu8_epi16(_mm256_loadu_si256(r.add(x) as *const __m256i));
+                s = _mm512_add_epi16(s, _mm512_mullo_epi16(v, _mm512_set1_epi16(2 * kj)));
+            }
+            whole_store(s, mul, shift, o.add(x));
+        }
+    }
+}
+
+/// PIL's byte of 32 whole-weight sums as `t = 2S + D` (`⌊t / 2D⌋` by the multiply-high division)
+/// as floats at `o`.
+#[inline(always)]
+unsafe fn whole_store(t: __m512i, mul: __m512i, shift: __m512i, o: *mut f32) {
+    let q = _mm512_srlv_epi16(mulhi(t, mul), shift);
+    let lo = _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(q)));
+    let hi = _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(q)));
+    unsafe {
+        _mm512_storeu_ps(o, lo);
+        _mm512_storeu_ps(o.add(16), hi);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The vertical pass with whole weights gives PIL's byte, `⌊(Σ wi · b + 2^21) / 2^22⌋` with
+    /// `wi = 2^22 k / D` rounded (`weights::pil_whole`), for 3×'s and 2.5×'s triangles (the
+    /// `pmaddubsw` halves of `vertical_halves`, and its last 32 by `vertical_whole`), weights
+    /// whose double passes a signed byte (`pmullw`'s low half), one to twelve rows, and lengths
+    /// around the 32- and 64-output steps.
+    #[test]
+    fn vertical_whole_gives_pils_bytes() {
+        if !super::super::detect() {
+            return;
+        }
+        let cases: [&[i16]; 7] = [
+            &[1, 2, 3, 2, 1],
+            &[1, 5, 9, 7, 3],
+            &[80, 11],
+            &[40, 40, 11],
+            &[60, 4, 27],
+            &[1],
+            &[6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 7],
+        ];
+        let mut large = 0;
+        for k in cases {
+            let d: i16 = k.iter().sum();
+            let div = crate::convert::plan::divider(d as u16).expect("a divider");
+            let wi: Vec<i64> =
+                k.iter().map(|&k| ((k as f64) * (1u64 << 22) as f64 / d as f64).round() as i64).collect();
+            for n in [32, 64, 96, 640, 672] {
+                let rows: Vec<Vec<u8>> = (0..k.len())
+                    .map(|r| (0..n).map(|i| ((i * 97 + r * 61 + i * i * 13) % 256) as u8).collect())
+                    .collect();
+                let at: Vec<*const u8> = rows.iter().map(|r| r.as_ptr()).collect();
+                let mut out = vec![-1f32; n];
+                let done = unsafe { super::vertical_bytes(&at, &[], Some((k, d as u8, div)), &mut out) };
+                assert_eq!(done, n);
+                for x in 0..n {
+                    let acc: i64 = (0..k.len()).map(|j| wi[j] * rows[j][x] as i64).sum();
+                    let pil = ((acc + (1 << 21)) >> 22).clamp(0, 255);
+                    assert_eq!(out[x], pil as f32, "weights {k:?} over {d}, {n} outputs, output {x}");
+                }
+            }
+            large += usize::from(k.iter().any(|&w| 2 * w > 127));
+        }
+        assert_eq!(large, 1, "a weight whose double is past a signed byte");
+    }
+}
