@@ -11,11 +11,12 @@
 use super::avx2;
 #[cfg(target_arch = "x86_64")]
 use super::avx512;
-use super::baseline::{self, VTaps, MULTI_PREFETCH_AHEAD};
+use super::baseline;
 use super::finish::{SendPtr, BLOCK, PATTERN};
 use super::hint::prefetch;
 #[cfg(target_arch = "x86_64")]
 use super::lines::Lines;
+use super::multitap::{self, VTaps, MULTI_PREFETCH_AHEAD};
 #[cfg(target_arch = "aarch64")]
 use super::neon;
 #[cfg(target_arch = "x86_64")]
@@ -149,7 +150,7 @@ fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize, piece: usize, pi
 /// jumps nowhere, but the hardware's prefetcher alone left NV12 area at 2× its hot time): the
 /// source rows output row `cy + MULTI_PREFETCH_AHEAD` reads and the row before it did not, each
 /// group's bytes, a line at a time, all before the row. Only where no vector level runs: the
-/// levels' kernels ask for the same lines among their loads (`baseline::ahead_bytes`), which the
+/// levels' kernels ask for the same lines among their loads (`multitap::ahead_bytes`), which the
 /// burst here cost on an Intel Xeon (docs/benchmarks.md, 2026-12-02).
 #[inline(always)]
 fn prefetch_multi(m: &MultiTap, comps: &[Comp], src: &SrcImage<'_>, cy: usize) {
@@ -291,7 +292,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             // the baseline loops (contiguous rows, vectorized at the driver's width).
             let vertical =
                 |rows: &[*const f32], taps: VTaps<'_>, out: &mut [f32]| multitap_vertical(c, rows, taps, out);
-            // An exact box at AVX-512: rows summed first, then across (`baseline::box_row`).
+            // An exact box at AVX-512: rows summed first, then across (`multitap::box_row`).
             #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
             let mut skip = 0;
             // PIL's filters at AVX-512 where a group has whole weights: a ring of bytes.
@@ -340,7 +341,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                             out: &mut [f32]| unsafe {
                     avx512::vertical_bytes(rows, wi, whole, out)
                 };
-                let (groups, made) = baseline::pil8_row(
+                let (groups, made) = multitap::pil8_row(
                     m,
                     &c.comps,
                     &src.planes,
@@ -375,7 +376,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                     }
                 };
                 let buffers = (&mut s.ring.sums[..], &mut s.ring.packed[..]);
-                let (groups, made, all) = baseline::box_row(
+                let (groups, made, all) = multitap::box_row(
                     m,
                     &c.comps,
                     &src.planes,
@@ -401,7 +402,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 let blocks =
                     |plan: &_, sums: &[u16], inv, out| unsafe { neon::box_blocks(sums, plan, inv, out) };
                 let buffers = (&mut s.ring.sums[..], &mut s.ring.packed[..]);
-                let (groups, made, all) = baseline::box_row(
+                let (groups, made, all) = multitap::box_row(
                     m,
                     &c.comps,
                     &src.planes,
@@ -418,7 +419,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 s.counts.rows_first += all;
             }
             // The loops below: the vector levels' blocks ask for their lines among their loads
-            // (`baseline::ahead_bytes`); without them, the lines all at once, before the row.
+            // (`multitap::ahead_bytes`); without them, the lines all at once, before the row.
             #[cfg(target_arch = "aarch64")]
             let vector_level = c.neon();
             #[cfg(not(target_arch = "aarch64"))]
@@ -430,7 +431,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             let vector = |g: usize, rows: &[&[u8]], out: &[[*mut f32; 4]], ahead: usize| {
                 multitap_horizontal(c, m, g, rows, out, ahead, &mut packed)
             };
-            s.counts.sampled += baseline::multitap_row(
+            s.counts.sampled += multitap::multitap_row(
                 m,
                 &c.comps,
                 &src.planes,
@@ -557,7 +558,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
     }
 }
 
-/// A group's rows-first plan at a level (`baseline::box_row`): blocks over the sums, or (AVX2)
+/// A group's rows-first plan at a level (`multitap::box_row`): blocks over the sums, or (AVX2)
 /// four-byte pixels' blocks.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
@@ -595,7 +596,7 @@ fn rows_first_w8(g: &TapGroup) -> Option<(&Blocks, Option<&Compact>)> {
     g.w8.as_ref().map(|w| (w, None))
 }
 
-/// Source rows `rows` (up to `baseline::ROWS_AT_ONCE`) packed to every other byte from the
+/// Source rows `rows` (up to `multitap::ROWS_AT_ONCE`) packed to every other byte from the
 /// group's first (`plan::Compact`), each by the level's `pack(row, out)`, into `packed` (that
 /// many rows of scratch): the packed rows, empty past `rows`.
 #[cfg(target_arch = "x86_64")]
@@ -605,8 +606,8 @@ fn pack_rows<'p>(
     p: &Compact,
     packed: &'p mut [u8],
     mut pack: impl FnMut(&[u8], &mut [u8]),
-) -> [&'p [u8]; baseline::ROWS_AT_ONCE] {
-    let stride = packed.len() / baseline::ROWS_AT_ONCE;
+) -> [&'p [u8]; multitap::ROWS_AT_ONCE] {
+    let stride = packed.len() / multitap::ROWS_AT_ONCE;
     for (i, row) in rows.iter().enumerate() {
         pack(row, &mut packed[i * stride..][..p.len]);
     }
@@ -616,7 +617,7 @@ fn pack_rows<'p>(
 
 /// A multi-tap filter's horizontal pass over source rows `rows` for group `g` into its members'
 /// rows `out[i]`: the outputs the level's blocks make (the widest plan the level has), 0 where
-/// none applies. `packed`: scratch for `baseline::ROWS_AT_ONCE` packed rows (`plan::Compact`).
+/// none applies. `packed`: scratch for `multitap::ROWS_AT_ONCE` packed rows (`plan::Compact`).
 #[inline(always)]
 fn multitap_horizontal(
     c: &Converter,

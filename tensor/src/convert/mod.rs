@@ -19,6 +19,8 @@ mod lines;
 mod plan;
 // The row loop, and the only module that uses a level.
 mod driver;
+// The multi-tap filters' row loops, over the kernels the driver hands them.
+mod multitap;
 // The levels: each reads the plan and the finish values, none another level.
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -229,8 +231,8 @@ struct Scratch {
     comps: [Lines<f32>; 4],
     chans: [Lines<f32>; 4],
     bytes: [Lines<u8>; 4],
-    /// Multi-tap filters: the filtered rows (see `baseline::Ring`).
-    ring: baseline::Ring,
+    /// Multi-tap filters: the filtered rows (see `multitap::Ring`).
+    ring: multitap::Ring,
     counts: KernelCounts,
 }
 
@@ -519,16 +521,16 @@ impl Converter {
                     comps: std::array::from_fn(|_| Lines::zeroed(rect.width)),
                     chans: std::array::from_fn(|_| Lines::zeroed(rect.width)),
                     bytes: std::array::from_fn(|_| Lines::zeroed(rect.width)),
-                    ring: baseline::Ring {
+                    ring: multitap::Ring {
                         rows: std::array::from_fn(|k| match (&multi, comps.get(k)) {
                             (Some(m), Some(comp)) => Lines::zeroed(
-                                baseline::ring_slots(m.rows[usize::from(comp.chroma)].taps) * rect.width,
+                                multitap::ring_slots(m.rows[usize::from(comp.chroma)].taps) * rect.width,
                             ),
                             _ => Lines::default(),
                         }),
                         tags: std::array::from_fn(|k| match (&multi, comps.get(k)) {
                             (Some(m), Some(comp)) => {
-                                vec![usize::MAX; baseline::ring_slots(m.rows[usize::from(comp.chroma)].taps)]
+                                vec![usize::MAX; multitap::ring_slots(m.rows[usize::from(comp.chroma)].taps)]
                             }
                             _ => Vec::new(),
                         }),
@@ -554,7 +556,7 @@ impl Converter {
                         },
                         packed_rows: match &multi {
                             Some(m) if m.groups.iter().any(|g| g.compact.is_some()) => Lines::zeroed(
-                                baseline::ROWS_AT_ONCE * m.row_len.iter().copied().max().unwrap_or(0),
+                                multitap::ROWS_AT_ONCE * m.row_len.iter().copied().max().unwrap_or(0),
                             ),
                             _ => Lines::default(),
                         },
@@ -565,7 +567,7 @@ impl Converter {
                                 }) =>
                             {
                                 Lines::zeroed(
-                                    baseline::ring_slots(m.rows[usize::from(comp.chroma)].taps) * rect.width,
+                                    multitap::ring_slots(m.rows[usize::from(comp.chroma)].taps) * rect.width,
                                 )
                             }
                             _ => Lines::default(),
@@ -576,7 +578,7 @@ impl Converter {
                                     g.whole.is_some() || g.compact.as_ref().is_some_and(|p| p.whole.is_some())
                                 }) =>
                             {
-                                vec![usize::MAX; baseline::ring_slots(m.rows[usize::from(comp.chroma)].taps)]
+                                vec![usize::MAX; multitap::ring_slots(m.rows[usize::from(comp.chroma)].taps)]
                             }
                             _ => Vec::new(),
                         }),

@@ -19,13 +19,13 @@
 
 #![allow(clippy::needless_range_loop)]
 
-use super::baseline::VTaps;
 use super::finish::{
     channels, finish_dispatch, folded, order, yuv_rows, FinishValues, SendPtr, FLOAT, GRAY, GRAY_WEIGHTS,
     RAW8, RGB, YUV,
 };
 use super::hint::prefetch;
 use super::lines::Lines;
+use super::multitap::VTaps;
 use super::plan::{
     group_dispatch, group_tail, Blocks, Group, Shuffle, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT, WEIGHT_UNIT,
 };
@@ -491,7 +491,7 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
                         let s = vshlq_n_s32::<{ PIL_SPLIT as i32 }>(sh);
                         let s = vaddq_s32(vaddq_s32(s, vpaddq_s32(l0[i], l1[i])), half);
                         let s = vshrq_n_s32::<{ PIL_SHIFT as i32 }>(s);
-                        // As i32 bits (see `baseline::pil_byte`).
+                        // As i32 bits (see `multitap::pil_byte`).
                         vreinterpretq_f32_s32(vminq_s32(vmaxq_s32(s, zero), top))
                     } else {
                         vmulq_f32(vcvtq_f32_s32(sh), unit)
@@ -558,7 +558,7 @@ pub(super) unsafe fn multitap_vertical(rows: &[*const f32], taps: VTaps<'_>, out
                     for (&r, &wj) in rows.iter().zip(w) {
                         let wj = vdupq_n_s32(wj);
                         for (i, a) in a.iter_mut().enumerate() {
-                            // The horizontal pass's bytes as i32 bits (`baseline::pil_byte`).
+                            // The horizontal pass's bytes as i32 bits (`multitap::pil_byte`).
                             *a = vmlaq_s32(*a, wj, vld1q_s32(r.add(x + 4 * i) as *const i32));
                         }
                     }
@@ -576,7 +576,7 @@ pub(super) unsafe fn multitap_vertical(rows: &[*const f32], taps: VTaps<'_>, out
 /// An exact box's vertical sums (`avx512::box_sums` at sixteen samples a step): `sums[t] =
 /// Σ_j k[j] · bytes[(first + j) · stride + t]` for `t` in `lo..hi`, in u16 (the plan keeps the
 /// sums below 2^15); the lines `ahead` bytes on asked for as they are read
-/// (`baseline::ahead_bytes`; 0: none).
+/// (`multitap::ahead_bytes`; 0: none).
 ///
 /// # Safety
 /// NEON (architectural on aarch64).

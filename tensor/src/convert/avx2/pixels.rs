@@ -9,7 +9,7 @@ use std::arch::x86_64::*;
 /// The pixel blocks of `plan` over source rows `rows` into each row's members' rows `out[i]`
 /// (`members` of them, channel `m` of a pixel to row `m`), the same sums as `multitap` (exact in
 /// i32, then PIL's byte as i32 bits or the OpenCV presets' value); the lines `ahead` bytes on
-/// asked for as they are read (`baseline::ahead_bytes`; 0: none). Returns the outputs each
+/// asked for as they are read (`multitap::ahead_bytes`; 0: none). Returns the outputs each
 /// member has from the blocks.
 ///
 /// # Safety
@@ -44,7 +44,7 @@ pub(in crate::convert) unsafe fn pixels(
     plan.done
 }
 
-/// The pixel blocks of a `words` plan (an exact box's rows summed first, `baseline::box_row`) over
+/// The pixel blocks of a `words` plan (an exact box's rows summed first, `multitap::box_row`) over
 /// the sums `sums` into the members' rows `out` (null past them): per tap pair one `pshufb` and
 /// one `pmaddwd`, exact in i32, times `inv`, as `box_blocks`. Returns the outputs each member has.
 ///

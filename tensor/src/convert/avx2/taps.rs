@@ -4,8 +4,8 @@
 
 #![allow(clippy::needless_range_loop)]
 
-use crate::convert::baseline::VTaps;
 use crate::convert::hint::{prefetch, prefetch_window};
+use crate::convert::multitap::VTaps;
 use crate::convert::plan::{Blocks, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT};
 use std::arch::x86_64::*;
 
@@ -164,7 +164,7 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
 }
 
 /// PIL's byte of each dword's split sums (`(Σ hi·b) · 2^11 + Σ lo·b`, see `plan::PIL_SPLIT`):
-/// rounded by PIL's half, shifted, clamped to 0..=255, as i32 bits (see `baseline::pil_byte`).
+/// rounded by PIL's half, shifted, clamped to 0..=255, as i32 bits (see `multitap::pil_byte`).
 #[inline(always)]
 pub(super) unsafe fn pil_bytes(sh: __m256i, sl: __m256i) -> __m256i {
     let s = _mm256_add_epi32(
@@ -200,7 +200,7 @@ unsafe fn store_lanes<const M: usize>(out: &[*mut f32; 4], b: usize, v: __m256) 
 
 /// A multi-tap filter's vertical pass: `out[x]` from the filtered rows `rows` (each at least
 /// `out.len()` values) and one output row's weights, sixteen outputs at a time with the sums in
-/// registers over every tap, in the scalar loops' order (`baseline::multitap_row`: separate
+/// registers over every tap, in the scalar loops' order (`multitap::multitap_row`: separate
 /// multiply and add, no FMA; PIL's in i32). Those loops stored and reloaded every sum per tap
 /// (1080p NV12 → 640 with the AVX-512 blocks: area 0.385 → 0.364 ms, the 7-tap triangle 0.60 →
 /// 0.55).
@@ -247,7 +247,7 @@ pub(in crate::convert) unsafe fn multitap_vertical(
                     let (mut a, mut b) = (half, half);
                     for (&r, &wj) in rows.iter().zip(w) {
                         let wj = _mm256_set1_epi32(wj);
-                        // The rows hold the horizontal pass's bytes as i32 bits (`baseline::pil_byte`).
+                        // The rows hold the horizontal pass's bytes as i32 bits (`multitap::pil_byte`).
                         let (ra, rb) = (
                             _mm256_loadu_si256(r.add(x) as *const __m256i),
                             _mm256_loadu_si256(r.add(x + 8) as *const __m256i),
@@ -266,7 +266,7 @@ pub(in crate::convert) unsafe fn multitap_vertical(
 
 /// An exact box's vertical sums (`avx512::box_sums` at sixteen samples a step): `sums[t] =
 /// Σ_j k[j] · bytes[(first + j) · stride + t]` for `t` in `lo..hi`, in i16; the lines `ahead`
-/// bytes on asked for as they are read (`baseline::ahead_bytes`; 0: none).
+/// bytes on asked for as they are read (`multitap::ahead_bytes`; 0: none).
 ///
 /// # Safety
 /// The CPU has AVX2.
@@ -453,7 +453,7 @@ unsafe fn box_blocks_l<const L: usize, const M: usize>(
 /// step (the bytes of two loads from the even byte at or before `from`, low or high halves of
 /// their words by one `packuswb` and a quadword permute), the last step moved back to end at
 /// the row's end (a scalar tail was a fifth of the pack); each pair of lines read asked for again
-/// `ahead` bytes on (`baseline::ahead_bytes`; 0: none).
+/// `ahead` bytes on (`multitap::ahead_bytes`; 0: none).
 ///
 /// # Safety
 /// The CPU has AVX2.

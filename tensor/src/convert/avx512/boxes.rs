@@ -14,7 +14,7 @@ use std::arch::x86_64::*;
 /// samples under a mask. Two to four rows (the 2×–3× downscales) have their own loops, weights in
 /// registers and 64 samples a step: one generic loop over the rows per 32 samples spent a third
 /// of a 1080p NV12 frame on loop control. Each line read is asked for again `ahead` bytes on (the
-/// rows a later output row sums, `baseline::ahead_bytes`; 0: none).
+/// rows a later output row sums, `multitap::ahead_bytes`; 0: none).
 ///
 /// # Safety
 /// The CPU has AVX-512 (F, BW, VL).

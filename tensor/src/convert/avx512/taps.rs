@@ -32,7 +32,7 @@ pub(in crate::convert) unsafe fn multitap(
     unsafe { multitap_to::<false>(rows, plan, pil, out, only, ahead) }
 }
 
-/// `multitap` for PIL's filters into rows of bytes (`baseline::pil8_row`).
+/// `multitap` for PIL's filters into rows of bytes (`multitap::pil8_row`).
 ///
 /// # Safety
 /// As `multitap`, each row `plan.done` writable bytes.
@@ -163,7 +163,7 @@ unsafe fn multitap_blocks<
                             _mm512_add_epi32(s, sl[i]),
                             half,
                         ));
-                        // As i32 bits (see `baseline::pil_byte`).
+                        // As i32 bits (see `multitap::pil_byte`).
                         _mm512_castsi512_ps(_mm512_min_epi32(_mm512_max_epi32(s, zero), top))
                     }
                     false => _mm512_mul_ps(_mm512_cvtepi32_ps(sh[i]), unit),
@@ -223,7 +223,7 @@ pub(super) unsafe fn store_lanes<const M: usize>(out: &[*mut f32; 4], b: usize, 
 }
 
 /// PIL's horizontal pass with whole weights (`plan::Whole`) over source rows `rows` into their
-/// members' rows `out[i]` (PIL's bytes as i32 bits, `baseline::pil_byte`): per block and tap pair
+/// members' rows `out[i]` (PIL's bytes as i32 bits, `multitap::pil_byte`): per block and tap pair
 /// one byte permute and one `pmaddubsw` for 32 outputs, then `⌊(2S + D) / 2D⌋` by a multiply-high
 /// and a shift per lane. Blocks that are not whole are skipped (the caller makes them). Returns
 /// the outputs each member has from the blocks, whole or not.
@@ -241,8 +241,8 @@ pub(in crate::convert) unsafe fn whole(
     unsafe { whole_to::<false>(rows, plan, out, ahead) }
 }
 
-/// `whole` into rows of bytes (`baseline::pil8_row`), each block's window asked for again
-/// `ahead` bytes on (`baseline::ahead_bytes`; 0: none).
+/// `whole` into rows of bytes (`multitap::pil8_row`), each block's window asked for again
+/// `ahead` bytes on (`multitap::ahead_bytes`; 0: none).
 ///
 /// # Safety
 /// As `whole`, each row `plan.done` writable bytes.
@@ -403,7 +403,7 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize, const
 
 /// A packed row (`plan::Compact`): `out[j] = row[from + 2j]` for `j < out.len()`, 64 bytes per
 /// step from 128 by one `vpermt2b`, the last loads under masks; the lines `ahead` bytes on are
-/// asked for as it goes (`baseline::ahead_bytes`; 0: none).
+/// asked for as it goes (`multitap::ahead_bytes`; 0: none).
 ///
 /// # Safety
 /// The CPU has AVX-512 (F, BW, VBMI).

@@ -1,10 +1,10 @@
 //! The AVX-512 level's vertical passes of the multi-tap filters: over the f32 rows of the
 //! horizontal pass (OpenCV's order, PIL's i32 sums), and PIL's over rows of bytes with whole
-//! weights (`baseline::pil8_row`).
+//! weights (`multitap::pil8_row`).
 
 #![allow(clippy::needless_range_loop)]
 
-use crate::convert::baseline::VTaps;
+use crate::convert::multitap::VTaps;
 use crate::convert::plan::{PIL_HALF, PIL_SHIFT};
 use std::arch::x86_64::*;
 
@@ -85,7 +85,7 @@ pub(in crate::convert) unsafe fn multitap_vertical(
                     let (mut a, mut b) = (half, half);
                     for (&r, &wj) in rows.iter().zip(w) {
                         let wj = _mm512_set1_epi32(wj);
-                        // The rows hold the horizontal pass's bytes as i32 bits (`baseline::pil_byte`).
+                        // The rows hold the horizontal pass's bytes as i32 bits (`multitap::pil_byte`).
                         let (ra, rb) = (
                             _mm512_loadu_si512(r.add(x) as *const _),
                             _mm512_loadu_si512(r.add(x + 16) as *const _),
@@ -102,7 +102,7 @@ pub(in crate::convert) unsafe fn multitap_vertical(
     n
 }
 
-/// PIL's vertical pass over rows of bytes (`baseline::pil8_row`) into a component's row (f32
+/// PIL's vertical pass over rows of bytes (`multitap::pil8_row`) into a component's row (f32
 /// values of PIL's bytes): with whole weights (`div`: `D`'s divider), 32 outputs per step in i16
 /// (`Σ k · b` and `2S + D` fit: `plan::WHOLE_MAX`) and the multiply-high division; else PIL's
 /// 2^-22 weights in i32, 16 per step. Returns the outputs it wrote (whole steps).

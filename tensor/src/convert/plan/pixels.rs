@@ -55,7 +55,7 @@ impl Pixels {
     /// The blocks for members at byte `offsets` 0, 1, 2 (and 3) of pixels `step` = 4 bytes
     /// apart, output `x`'s taps from byte `base[x]`, in rows of `row_len` bytes; `None` where the
     /// group is not such pixels, a window does not fit four loads or the tail does not fit its copy.
-    /// `words`: the same positions in a row of u16 sums (`baseline::box_row`), the OpenCV weights.
+    /// `words`: the same positions in a row of u16 sums (`multitap::box_row`), the OpenCV weights.
     pub(in crate::convert) fn new(
         base: &[u32],
         offsets: &[usize],

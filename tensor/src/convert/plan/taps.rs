@@ -5,7 +5,7 @@
 //! bytes apart) come from one window of the row. Per block and tap pair, a byte control moves each
 //! output's two taps into the 16-bit halves of its dword, and the weights are the matching i16
 //! pairs: one `pmaddwd` (NEON: two `smlal`) blends a pair for a whole block exactly in i32, the
-//! arithmetic of the scalar loops (`baseline::multitap_row`) whatever the order, so every level
+//! arithmetic of the scalar loops (`multitap::multitap_row`) whatever the order, so every level
 //! gives the same bytes.
 //!
 //! Measured (1080p → 640×640, one core, AVX-512): the scalar loops, a bounds-checked load and a

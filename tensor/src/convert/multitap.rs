@@ -1,0 +1,532 @@
+//! The multi-tap filters' row loops, for every level: per output row, the source rows each
+//! group needs filtered across into a ring (the level's horizontal kernels, the loops here for
+//! the columns they leave), then the ring's rows blended down (`multitap_row`, OpenCV's order and
+//! PIL's i32 sums); PIL's filters over a ring of bytes (`pil8_row`, which AVX-512 drives); an
+//! exact box summed down first, then across (`box_row`).
+
+// The plane loops index several parallel arrays at once; iterating one of them would only hide
+// the others.
+#![allow(clippy::needless_range_loop)]
+
+use super::lines::Lines;
+use super::plan::{Comp, Compact, MultiTap, TapGroup, Taps, PIL_HALF, PIL_SHIFT};
+
+/// Slots of a ring that holds `taps` consecutive source rows: the power of two at or above it, so
+/// a row's slot is a mask. As `row % taps`, the driver's multi-tap bookkeeping made a division
+/// per row, tap and member (about 60 per output row of NV12 `bilinear-antialias`; `div` was the
+/// driver's hottest instruction there). With the mask and `next_rows` filling the caller's
+/// array: engine, uint8, AVX-512, 8 rotating frames, min of 1000, three runs each: 0.403–0.407
+/// → 0.386–0.395 ms (`area`, whose exact box keeps no ring: unchanged).
+pub(super) fn ring_slots(taps: usize) -> usize {
+    taps.next_power_of_two()
+}
+
+/// The slot of source row `row` in a ring of `taps` rows (`ring_slots`): consecutive rows, up to
+/// `taps` of them, have distinct slots.
+#[inline(always)]
+pub(super) fn slot(row: usize, taps: usize) -> usize {
+    row & (ring_slots(taps) - 1)
+}
+
+/// A band's multi-tap state: per component, the last `taps` source rows filtered horizontally
+/// (in `ring_slots(taps)` slots, `slot`) and the row each slot holds; the PIL filters' integer sums of
+/// one output row.
+pub(super) struct Ring {
+    pub(super) rows: [Lines<f32>; 4],
+    pub(super) tags: [Vec<usize>; 4],
+    pub(super) acc: Lines<i32>,
+    /// An exact box's vertical sums of one output row (`box_row`), a plane's row long.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) sums: Lines<u16>,
+    /// The sums packed (`plan::Compact`), and up to `ROWS_AT_ONCE` packed source rows.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) packed: Lines<u16>,
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) packed_rows: Lines<u8>,
+    /// PIL's first pass as bytes (`pil8_row`): per component, rows and tags as `rows`/`tags`.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) bytes: [Lines<u8>; 4],
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) btags: [Vec<usize>; 4],
+}
+
+/// Output row `cy` of PIL's filters for the groups `takes(g)` accepts, through a ring of bytes:
+/// the first pass's results are bytes (PIL stores them so), and the i32 ring of `multitap_row`
+/// made the vertical pass read four times the bytes (a quarter of a 1080p NV12 frame's
+/// `bilinear-antialias` time at AVX-512). `horiz(g, rows, out, ahead)` filters source rows into the
+/// members' byte rows (`out[i][j]`, the content width; whole blocks, it says how many; asking
+/// for the lines `ahead` on),
+/// `vert(rows, wi, whole, out)` blends byte rows into a component's row (whole steps); the loops
+/// here do the rest with PIL's sums. Returns the groups done (bit `g`) and the outputs `horiz` made.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[inline(always)]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub(super) fn pil8_row(
+    m: &MultiTap,
+    comps: &[Comp],
+    planes: &[(&[u8], usize); 3],
+    cy: usize,
+    ring: &mut Ring,
+    out: &mut [Lines<f32>; 4],
+    takes: impl Fn(usize) -> bool,
+    mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize) -> usize,
+    mut vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [f32]) -> usize,
+) -> (u32, u64) {
+    let (mut groups, mut made) = (0u32, 0u64);
+    let Ring { bytes: ring, btags: tags, .. } = ring;
+    for (gi, g) in m.groups.iter().enumerate().filter(|&(gi, _)| takes(gi)) {
+        let lead = comps[g.members[0]];
+        let axis = usize::from(lead.chroma);
+        let (cols, rows) = (&m.cols[axis], &m.rows[axis]);
+        let (kv, kh, n) = (rows.taps, cols.taps, cols.first.len());
+        let first = rows.first[cy] as usize;
+        let (bytes, stride) = planes[lead.plane];
+        let len = m.row_len[lead.plane];
+        let ahead = ahead_bytes(rows, cy, stride, bytes.len());
+        let mut r = first;
+        while r < first + kv {
+            let mut batch = [0usize; ROWS_AT_ONCE];
+            let count = next_rows(&tags[g.members[0]], first, kv, &mut r, &mut batch);
+            if count == 0 {
+                continue;
+            }
+            let src: [&[u8]; ROWS_AT_ONCE] =
+                std::array::from_fn(|i| if i < count { &bytes[batch[i] * stride..][..len] } else { &[] });
+            let mut targets = [[std::ptr::null_mut(); 4]; ROWS_AT_ONCE];
+            for (i, &row) in batch[..count].iter().enumerate() {
+                let at_slot = slot(row, kv);
+                for (t, &k) in targets[i].iter_mut().zip(&g.members) {
+                    tags[k][at_slot] = row;
+                    *t = ring[k][at_slot * n..][..n].as_mut_ptr();
+                }
+            }
+            let done = horiz(gi, &src[..count], &targets[..count], ahead).min(n);
+            made += (done * g.members.len() * count) as u64;
+            for (&row, src) in batch[..count].iter().zip(src) {
+                let at_slot = slot(row, kv);
+                for &k in &g.members {
+                    let step = comps[k].step;
+                    let filtered = &mut ring[k][at_slot * n..][..n];
+                    for x in done..n {
+                        let base = m.base[k][x] as usize;
+                        let mut acc = PIL_HALF;
+                        for j in 0..kh {
+                            acc += cols.wi[x * kh + j] * src[base + step * j] as i32;
+                        }
+                        filtered[x] = (acc >> PIL_SHIFT).clamp(0, 255) as u8;
+                    }
+                }
+            }
+        }
+        for &k in g.members.iter().filter(|&&k| m.blended[k]) {
+            let ring = &ring[k];
+            let mut at = [std::ptr::null(); VTAPS];
+            for (j, at) in at.iter_mut().enumerate().take(kv) {
+                *at = ring[slot(first + j, kv) * n..][..n].as_ptr();
+            }
+            let wi = &rows.wi[cy * kv..][..kv];
+            let whole = match (rows.d[cy], m.row_div[axis][cy]) {
+                (0, _) | (_, (0, 0)) => None,
+                (d, div) => Some((&rows.k[cy * kv..][..kv], d, div)),
+            };
+            let o = &mut out[k][..n];
+            let done = match kv <= at.len() {
+                true => vert(&at[..kv], wi, whole, o).min(n),
+                false => 0,
+            };
+            for x in done..n {
+                let mut acc = PIL_HALF;
+                for (j, &w) in wi.iter().enumerate() {
+                    acc += w * ring[slot(first + j, kv) * n + x] as i32;
+                }
+                o[x] = (acc >> PIL_SHIFT).clamp(0, 255) as f32;
+            }
+        }
+        groups |= 1 << gi;
+    }
+    (groups, made)
+}
+
+/// Whose sums a buffer holds: plane, row weights, first row, span.
+type SumsOf<'a> = (usize, &'a [i16], usize, (usize, usize));
+
+/// Output rows ahead whose source rows the multi-tap kernels ask for (`ahead_bytes`, and the
+/// driver's `prefetch_multi` for the loops).
+/// Measured on 32 rotating 1080p frames (engine, uint8, AVX-512; NV12 / YUY2 / RGBA), all at once
+/// before the row (the AMD machine of docs/benchmarks.md): area none
+/// 0.334 / 0.400 / 0.550 ms, 1 row 0.267 / 0.340 / 0.561, 2 rows 0.259 / 0.339 / 0.572, 4 rows
+/// 0.257 / 0.321 / 0.547, 8 rows 0.275 / 0.336 / 0.549; bilinear-antialias none 0.535 / 0.642 /
+/// 0.830, 2 rows 0.403 / 0.515 / 0.774.
+pub(super) const MULTI_PREFETCH_AHEAD: usize = 2;
+
+/// How far the source rows output row `cy + MULTI_PREFETCH_AHEAD` reads lie past those row `cy`
+/// reads, in bytes of a plane of `len` bytes, rows `stride` apart; 0 where there is no such row
+/// or its rows pass the plane. The kernels that read a row's source rows (`vsum` and `horiz` of
+/// `box_row` and `pil8_row`) ask for each line they load again that far on: the next rows'
+/// lines are requested a few at a time among the loads. Requested all at once before the row
+/// (the driver's `prefetch_multi`, up to 360 lines for RGBA), they held the line-fill buffers and
+/// stalled the kernels behind them on an Intel Xeon (AVX-512 FP16 kind, 2 MiB L2 a core).
+pub(super) fn ahead_bytes(rows: &Taps, cy: usize, stride: usize, len: usize) -> usize {
+    match (rows.first.get(cy), rows.first.get(cy + MULTI_PREFETCH_AHEAD)) {
+        (Some(&at), Some(&on)) if on > at && (on as usize + rows.taps - 1) * stride < len => {
+            (on - at) as usize * stride
+        }
+        _ => 0,
+    }
+}
+
+/// Output row `cy` of the groups of an exact box that have rows-first blocks at the level
+/// (`plan_of(g)`: `TapGroup::w16` or its packed form at AVX-512, `pw8` or `w8` at AVX2; see
+/// `plan::EXACT_MAX`): per group, `sums(bytes, stride, first, k_y, (lo, hi), sums, ahead)` makes
+/// the vertical sums `Σ k_y b` of the samples its taps read (asking for the lines `ahead` on),
+/// `blocks(g, sums, inv, out)` filters them across (whole blocks; it says how many outputs), and
+/// the loop here does the rest, each output
+/// `Σ k_x · sum` times `inv`. The sums are exact integers, so this order gives the values of
+/// `multitap_row` (across first) to the bit. Returns the groups done (bit `g`), the outputs the
+/// blocks made and all the outputs made.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn box_row<'m, P: Copy>(
+    m: &'m MultiTap,
+    comps: &[Comp],
+    planes: &[(&[u8], usize); 3],
+    cy: usize,
+    (sums, packed): (&mut [u16], &mut [u16]),
+    out: &mut [Lines<f32>; 4],
+    plan_of: impl Fn(&'m TapGroup) -> Option<(P, Option<&'m Compact>)>,
+    mut vsum: impl FnMut(&[u8], usize, usize, &[i16], (usize, usize), &mut [u16], usize),
+    mut pack: impl FnMut(&[u16], usize, &mut [u16]),
+    mut blocks: impl FnMut(P, &[u16], f32, [*mut f32; 4]) -> usize,
+) -> (u32, u64, u64) {
+    let (mut groups, mut made, mut all) = (0, 0, 0);
+    // The sums made last (plane, weights, span): YUY2's luma and chroma groups sum the same rows.
+    let mut made_sums: Option<SumsOf<'_>> = None;
+    for (gi, g) in m.groups.iter().enumerate() {
+        let Some((plan, compact)) = plan_of(g) else { continue };
+        let lead = comps[g.members[0]];
+        let axis = usize::from(lead.chroma);
+        let (cols, rows) = (&m.cols[axis], &m.rows[axis]);
+        let (kv, kh, n) = (rows.taps, cols.taps, cols.first.len());
+        let (bytes, stride) = planes[lead.plane];
+        let step = lead.step;
+        let lo = g.members.iter().map(|&c| m.base[c][0] as usize).min().unwrap_or(0);
+        let hi =
+            g.members.iter().map(|&c| m.base[c][n - 1] as usize + step * (kh - 1) + 1).max().unwrap_or(0);
+        let (first, k) = (rows.first[cy] as usize, &rows.k[cy * kv..][..kv]);
+        let reuse = made_sums
+            .is_some_and(|(p, kk, f, (a, z))| p == lead.plane && f == first && kk == k && a <= lo && hi <= z);
+        if !reuse {
+            // Over every group of the plane, which a later group of the same rows then reuses.
+            let (mut lo, mut hi) = (lo, hi);
+            for o in m.groups.iter().filter(|o| comps[o.members[0]].plane == lead.plane) {
+                let (oc, step) = (&m.cols[usize::from(comps[o.members[0]].chroma)], comps[o.members[0]].step);
+                let on = oc.first.len().min(n);
+                if on == 0 {
+                    continue;
+                }
+                lo = lo.min(o.members.iter().map(|&c| m.base[c][0] as usize).min().unwrap_or(lo));
+                hi = hi.max(
+                    o.members
+                        .iter()
+                        .map(|&c| m.base[c][on - 1] as usize + step * (oc.taps - 1) + 1)
+                        .max()
+                        .unwrap_or(hi),
+                );
+            }
+            vsum(bytes, stride, first, k, (lo, hi), sums, ahead_bytes(rows, cy, stride, bytes.len()));
+            made_sums = Some((lead.plane, k, first, (lo, hi)));
+        }
+        // Packed: every other sum from the group's first byte (`plan::Compact`).
+        let mut bases: [&[u32]; 4] = [&[]; 4];
+        let (data, step): (&[u16], usize) = match compact {
+            Some(c) => {
+                pack(sums, c.from, &mut packed[..c.len]);
+                for (b, cb) in bases.iter_mut().zip(&c.base) {
+                    *b = cb;
+                }
+                (&packed[..c.len], g.members.len())
+            }
+            None => {
+                for (b, &k) in bases.iter_mut().zip(&g.members) {
+                    *b = &m.base[k];
+                }
+                (&sums[..], step)
+            }
+        };
+        let inv = m.scale[axis] * (1.0 / (super::plan::TAP_STEPS * super::plan::TAP_STEPS)) as f32;
+        let targets: [*mut f32; 4] =
+            std::array::from_fn(|i| g.members.get(i).map_or(std::ptr::null_mut(), |&c| out[c].as_mut_ptr()));
+        let done = blocks(plan, data, inv, targets).min(n);
+        made += (done * g.members.len()) as u64;
+        for (&c, bases) in g.members.iter().zip(bases) {
+            let weights = cols.k[done * kh..].chunks_exact(kh);
+            for ((o, &base), w) in out[c][done..n].iter_mut().zip(&bases[done..n]).zip(weights) {
+                let mut acc = 0i32;
+                for j in 0..kh {
+                    acc += w[j] as i32 * data[base as usize + step * j] as i32;
+                }
+                *o = acc as f32 * inv;
+            }
+        }
+        groups |= 1 << gi;
+        all += (n * g.members.len()) as u64;
+    }
+    (groups, made, all)
+}
+
+/// Output row `cy` of a multi-tap filter into `out` (one row per component, content width): each
+/// source row the vertical taps read is filtered horizontally once into the component's ring
+/// (straight from the frame's bytes), then the ring's rows are blended. Horizontal first, as PIL
+/// and OpenCV do: PIL rounds and clamps that pass to bytes (`round_between`), which only this
+/// order can repeat. `vector(g, rows, out, ahead)` is the level's horizontal kernel for the group
+/// `g` (`plan::TapGroup`) over source rows `rows` (one to `ROWS_AT_ONCE`): it writes the first
+/// outputs of each member's filtered row (`out[i][j]` for row `i` and member `j`, each holding the
+/// content width) and says how many, asking for the lines `ahead` bytes on (`ahead_bytes`); the
+/// loops here do the rest.
+/// `vertical(rows, taps, out)` likewise blends the first outputs of `out` from the filtered rows
+/// `rows` (each the content width), in the order of the loops here: for the OpenCV presets
+/// `w0 · r0`, then `+ wj · rj` per tap, each product and sum rounded (no FMA); PIL's in i32.
+/// Groups in `skip` (bit `g`) were made by `box_row` and are left alone.
+/// Returns the outputs the horizontal vector kernel made, over every component.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn multitap_row(
+    m: &MultiTap,
+    comps: &[Comp],
+    planes: &[(&[u8], usize); 3],
+    cy: usize,
+    ring: &mut Ring,
+    out: &mut [Lines<f32>; 4],
+    skip: u32,
+    mut vector: impl FnMut(usize, &[&[u8]], &[[*mut f32; 4]], usize) -> usize,
+    mut vertical: impl FnMut(&[*const f32], VTaps<'_>, &mut [f32]) -> usize,
+) -> u64 {
+    let Ring { rows: ring, tags: ring_rows, acc, .. } = ring;
+    let mut made = 0;
+    // Components whose group `box_row` made (bit `g` of `skip`).
+    let mut done_before = [false; 4];
+    for (gi, g) in m.groups.iter().enumerate() {
+        if skip & (1 << gi) != 0 {
+            for &k in &g.members {
+                done_before[k] = true;
+            }
+            continue;
+        }
+        let lead = comps[g.members[0]];
+        let axis = usize::from(lead.chroma);
+        let (cols, rows) = (&m.cols[axis], &m.rows[axis]);
+        let (kv, kh, n) = (rows.taps, cols.taps, cols.first.len());
+        let first = rows.first[cy] as usize;
+        let (bytes, stride) = planes[lead.plane];
+        let len = m.row_len[lead.plane];
+        let ahead = ahead_bytes(rows, cy, stride, bytes.len());
+        // The rows not in the ring yet, up to `ROWS_AT_ONCE` per call: the blocks' controls and
+        // weights are then loaded once for them all.
+        let mut r = first;
+        while r < first + kv {
+            let mut batch = [0usize; ROWS_AT_ONCE];
+            let count = next_rows(&ring_rows[g.members[0]], first, kv, &mut r, &mut batch);
+            if count == 0 {
+                continue;
+            }
+            let rows_bytes: [&[u8]; ROWS_AT_ONCE] =
+                std::array::from_fn(|i| if i < count { &bytes[batch[i] * stride..][..len] } else { &[] });
+            let mut targets = [[std::ptr::null_mut(); 4]; ROWS_AT_ONCE];
+            for (i, &row) in batch[..count].iter().enumerate() {
+                // Distinct slots: the batch's rows lie within `kv` consecutive rows.
+                let at_slot = slot(row, kv);
+                for (t, &k) in targets[i].iter_mut().zip(&g.members) {
+                    ring_rows[k][at_slot] = row;
+                    *t = ring[k][at_slot * n..][..n].as_mut_ptr();
+                }
+            }
+            let done = vector(gi, &rows_bytes[..count], &targets[..count], ahead).min(n);
+            made += (done * g.members.len() * count) as u64;
+            for (&r, row) in batch[..count].iter().zip(rows_bytes) {
+                let at_slot = slot(r, kv);
+                for &k in &g.members {
+                    let comp = comps[k];
+                    let filtered = &mut ring[k][at_slot * n..][..n];
+                    let at = |base: u32, j: usize| row[base as usize + comp.step * j];
+                    let bases = m.base[k][done..].iter();
+                    if m.round_between {
+                        let weights = cols.wi[done * kh..].chunks_exact(kh);
+                        for ((o, &base), w) in filtered[done..].iter_mut().zip(bases).zip(weights) {
+                            let mut acc = PIL_HALF;
+                            for j in 0..kh {
+                                acc += w[j] * at(base, j) as i32;
+                            }
+                            *o = pil_byte((acc >> PIL_SHIFT).clamp(0, 255));
+                        }
+                    } else {
+                        let weights = cols.w[done * kh..].chunks_exact(kh);
+                        for ((o, &base), w) in filtered[done..].iter_mut().zip(bases).zip(weights) {
+                            let mut acc = w[0] * at(base, 0) as f32;
+                            for j in 1..kh {
+                                acc += w[j] * at(base, j) as f32;
+                            }
+                            *o = acc;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (k, comp) in comps.iter().enumerate().filter(|&(k, _)| m.blended[k] && !done_before[k]) {
+        let axis = usize::from(comp.chroma);
+        let rows = &m.rows[axis];
+        let (kv, n) = (rows.taps, m.cols[axis].first.len());
+        let first = rows.first[cy] as usize;
+        let o = &mut out[k][..n];
+        let ring = &ring[k];
+        let mut rows_at = [std::ptr::null(); VTAPS];
+        let done = match kv <= VTAPS {
+            true => {
+                for (j, at) in rows_at.iter_mut().enumerate().take(kv) {
+                    *at = ring[slot(first + j, kv) * n..][..n].as_ptr();
+                }
+                let taps = match m.round_between {
+                    true => VTaps::Pil(
+                        &rows.wi[cy * kv..][..kv],
+                        (rows.d[cy] != 0).then(|| (&rows.k[cy * kv..][..kv], rows.d[cy])),
+                    ),
+                    false => VTaps::Float(&rows.w[cy * kv..][..kv], m.scale[axis]),
+                };
+                vertical(&rows_at[..kv], taps, o).min(n)
+            }
+            false => 0,
+        };
+        if m.round_between {
+            // Row by row into the integer sums (contiguous, vectorized), then the shift.
+            let acc = &mut acc[done..n];
+            acc.fill(PIL_HALF);
+            for (j, &w) in rows.wi[cy * kv..][..kv].iter().enumerate() {
+                let filtered = &ring[slot(first + j, kv) * n + done..][..n - done];
+                for (a, &v) in acc.iter_mut().zip(filtered) {
+                    *a += w * v.to_bits() as i32;
+                }
+            }
+            for (o, &a) in o[done..].iter_mut().zip(acc.iter()) {
+                *o = (a >> PIL_SHIFT).clamp(0, 255) as f32;
+            }
+            continue;
+        }
+        for (j, &w) in rows.w[cy * kv..][..kv].iter().enumerate() {
+            let filtered = &ring[slot(first + j, kv) * n + done..][..n - done];
+            if j == 0 {
+                for (o, &v) in o[done..].iter_mut().zip(filtered) {
+                    *o = w * v;
+                }
+            } else {
+                for (o, &v) in o[done..].iter_mut().zip(filtered) {
+                    *o += w * v;
+                }
+            }
+        }
+        let scale = m.scale[axis];
+        if scale != 1.0 {
+            for o in &mut o[done..] {
+                *o *= scale;
+            }
+        }
+    }
+    made
+}
+
+/// The next source rows (up to `ROWS_AT_ONCE`) of `first..first + kv` from `*r` on that a ring
+/// (`tags`: the row each slot holds) does not hold yet, into `batch`, and how many; `*r` moves
+/// past them. The byte ring of `pil8_row` and the filtered rows of `multitap_row` fill alike.
+/// (Into the caller's array: returned with the count, the array came back through a copy whose
+/// 16-byte load spanned two 8-byte stores, a store-forwarding stall per call, the driver's
+/// hottest instruction after the ring's divisions went.)
+#[inline(always)]
+fn next_rows(
+    tags: &[usize],
+    first: usize,
+    kv: usize,
+    r: &mut usize,
+    batch: &mut [usize; ROWS_AT_ONCE],
+) -> usize {
+    let mut count = 0;
+    while *r < first + kv && count < ROWS_AT_ONCE {
+        if tags[slot(*r, kv)] != *r {
+            batch[count] = *r;
+            count += 1;
+        }
+        *r += 1;
+    }
+    count
+}
+
+/// Source rows the horizontal kernels filter per call (three: a 3× downscale's new rows per
+/// output row). Measured (1080p → 640, AVX-512): one row per call RGBA area 0.62 ms, triangle
+/// 1.03, NV12 0.30 and 0.50; three 0.44, 0.71, 0.26 and 0.40.
+pub(super) const ROWS_AT_ONCE: usize = 3;
+
+/// PIL's first pass stores its bytes in the ring as i32 bit patterns in the f32 slots, at every
+/// level: the vertical pass reads them as integers without a conversion per value (as floats,
+/// a conversion each way cost a frame 4–6 %: 1080p → 640 triangle, NV12 0.388 → 0.374 ms, RGBA
+/// 0.643 → 0.606), and `as` from f32 had tested each value for NaN and range in scalar code (1.65
+/// → 0.52 ms).
+#[inline(always)]
+fn pil_byte(v: i32) -> f32 {
+    f32::from_bits(v as u32)
+}
+
+/// The most taps the level's vertical kernels take (more go row by row here).
+const VTAPS: usize = 64;
+
+/// One output row's vertical weights: the OpenCV presets' floats, then the sum times a scale
+/// (`MultiTap::scale`: 1, or an exact box's `2^14 / K` per axis), or PIL's 2^-22ths with, where
+/// the row has them, the same as whole weights over `D` (`plan::Taps::d`: the same bytes).
+#[derive(Clone, Copy)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(super) enum VTaps<'a> {
+    Float(&'a [f32], f32),
+    Pil(&'a [i32], Option<(&'a [i16], u8)>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::plan::{multi_axis, Filter};
+    use super::{ahead_bytes, MULTI_PREFETCH_AHEAD};
+    use crate::preprocess::Interpolation;
+
+    /// The distance points at the first row output row `cy + MULTI_PREFETCH_AHEAD` reads, and is
+    /// 0 where that row's taps pass the plane's last row or there is no such output row.
+    #[test]
+    fn ahead_bytes_points_at_the_rows_two_outputs_on() {
+        let stride = 1920;
+        for interp in [Interpolation::Area, Interpolation::BilinearAntialias] {
+            // 1080 rows to 360 (3×) and 900 to 360 (2.5×), every source row available.
+            for (rows, n) in [(1080, 360), (900, 360)] {
+                let t = multi_axis(n, 0, rows, 1, 0, rows - 1, Filter::of(interp, true).unwrap(), 0.0);
+                let len = rows * stride;
+                let mut pointed = 0;
+                for cy in 0..n {
+                    let a = ahead_bytes(&t, cy, stride, len);
+                    let Some(&on) = t.first.get(cy + MULTI_PREFETCH_AHEAD) else {
+                        assert_eq!(a, 0, "no output row {} ahead of {cy}", cy + MULTI_PREFETCH_AHEAD);
+                        continue;
+                    };
+                    if a == 0 {
+                        continue;
+                    }
+                    pointed += 1;
+                    assert_eq!(a % stride, 0);
+                    assert_eq!(t.first[cy] as usize + a / stride, on as usize, "{interp:?} {rows} row {cy}");
+                    assert!((on as usize + t.taps - 1) * stride < len, "inside the plane");
+                }
+                assert!(pointed >= n - 2 * MULTI_PREFETCH_AHEAD - t.taps, "{interp:?} {rows}: {pointed}");
+                // A plane that ends before the last rows' taps: no distance reaches past it.
+                let short = (t.first[n / 2] as usize + 1) * stride;
+                for cy in 0..n {
+                    let a = ahead_bytes(&t, cy, stride, short);
+                    let rows_read = t.first[cy] as usize + a / stride + t.taps - 1;
+                    assert!(a == 0 || rows_read * stride < short, "{interp:?} row {cy}");
+                }
+            }
+        }
+    }
+}
