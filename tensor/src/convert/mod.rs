@@ -512,6 +512,18 @@ impl Converter {
 
         let workers = workers::Workers::new(threads.clamp(1, 64))
             .map_err(|e| Error::io(format!("starting {} conversion threads", threads.clamp(1, 64)), e))?;
+        // Per component, the slots of its multi-tap ring (none: 0), and of PIL's ring of bytes,
+        // kept where a group has whole weights (`multitap::pil8_row`).
+        let ring_slots: [usize; 4] = std::array::from_fn(|k| match (&multi, comps.get(k)) {
+            (Some(m), Some(comp)) => multitap::ring_slots(m.rows[usize::from(comp.chroma)].taps),
+            _ => 0,
+        });
+        let whole = multi.as_ref().is_some_and(|m| {
+            m.groups
+                .iter()
+                .any(|g| g.whole.is_some() || g.compact.as_ref().is_some_and(|p| p.whole.is_some()))
+        });
+        let byte_slots = ring_slots.map(|n| if whole { n } else { 0 });
         let scratch = (0..workers.bands())
             .map(|_| {
                 Mutex::new(Scratch {
@@ -522,18 +534,8 @@ impl Converter {
                     chans: std::array::from_fn(|_| Lines::zeroed(rect.width)),
                     bytes: std::array::from_fn(|_| Lines::zeroed(rect.width)),
                     ring: multitap::Ring {
-                        rows: std::array::from_fn(|k| match (&multi, comps.get(k)) {
-                            (Some(m), Some(comp)) => Lines::zeroed(
-                                multitap::ring_slots(m.rows[usize::from(comp.chroma)].taps) * rect.width,
-                            ),
-                            _ => Lines::default(),
-                        }),
-                        tags: std::array::from_fn(|k| match (&multi, comps.get(k)) {
-                            (Some(m), Some(comp)) => {
-                                vec![usize::MAX; multitap::ring_slots(m.rows[usize::from(comp.chroma)].taps)]
-                            }
-                            _ => Vec::new(),
-                        }),
+                        rows: std::array::from_fn(|k| Lines::zeroed(ring_slots[k] * rect.width)),
+                        tags: std::array::from_fn(|k| vec![usize::MAX; ring_slots[k]]),
                         acc: Lines::zeroed(if multi.is_some() { rect.width } else { 0 }),
                         sums: match &multi {
                             Some(m)
@@ -560,28 +562,8 @@ impl Converter {
                             ),
                             _ => Lines::default(),
                         },
-                        bytes: std::array::from_fn(|k| match (&multi, comps.get(k)) {
-                            (Some(m), Some(comp))
-                                if m.groups.iter().any(|g| {
-                                    g.whole.is_some() || g.compact.as_ref().is_some_and(|p| p.whole.is_some())
-                                }) =>
-                            {
-                                Lines::zeroed(
-                                    multitap::ring_slots(m.rows[usize::from(comp.chroma)].taps) * rect.width,
-                                )
-                            }
-                            _ => Lines::default(),
-                        }),
-                        btags: std::array::from_fn(|k| match (&multi, comps.get(k)) {
-                            (Some(m), Some(comp))
-                                if m.groups.iter().any(|g| {
-                                    g.whole.is_some() || g.compact.as_ref().is_some_and(|p| p.whole.is_some())
-                                }) =>
-                            {
-                                vec![usize::MAX; multitap::ring_slots(m.rows[usize::from(comp.chroma)].taps)]
-                            }
-                            _ => Vec::new(),
-                        }),
+                        bytes: std::array::from_fn(|k| Lines::zeroed(byte_slots[k] * rect.width)),
+                        btags: std::array::from_fn(|k| vec![usize::MAX; byte_slots[k]]),
                     },
                     counts: KernelCounts::default(),
                 })
