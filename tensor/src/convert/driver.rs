@@ -368,11 +368,11 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                     }
                 };
                 let pack = |v: &[u16], from, out: &mut [u16]| unsafe { avx512::pack_words(v, from, out) };
-                let blocks = |plan: Across<'_>, sums: &[u16], inv, out| unsafe {
+                let blocks = |plan: Across<'_>, sums: &[u16], inv, out, ahead| unsafe {
                     match (plan, wide) {
-                        (Across::Pixels(plan), _) => avx2::pixel_words(sums, plan, inv, out),
-                        (Across::Blocks(plan), true) => avx512::box_blocks(sums, plan, inv, out),
-                        (Across::Blocks(plan), false) => avx2::box_blocks(sums, plan, inv, out),
+                        (Across::Pixels(plan), _) => avx2::pixel_words(sums, plan, inv, out, ahead),
+                        (Across::Blocks(plan), true) => avx512::box_blocks(sums, plan, inv, out, ahead),
+                        (Across::Blocks(plan), false) => avx2::box_blocks(sums, plan, inv, out, ahead),
                     }
                 };
                 let buffers = (&mut s.ring.sums[..], &mut s.ring.packed[..]);
@@ -399,8 +399,9 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 };
                 // (Only packed groups call it; NEON plans none.)
                 let pack = |_: &[u16], _, _: &mut [u16]| {};
-                let blocks =
-                    |plan: &_, sums: &[u16], inv, out| unsafe { neon::box_blocks(sums, plan, inv, out) };
+                let blocks = |plan: &_, sums: &[u16], inv, out, ahead| unsafe {
+                    neon::box_blocks(sums, plan, inv, out, ahead)
+                };
                 let buffers = (&mut s.ring.sums[..], &mut s.ring.packed[..]);
                 let (groups, made, all) = multitap::box_row(
                     m,

@@ -23,7 +23,7 @@ use super::finish::{
     channels, finish_dispatch, folded, order, yuv_rows, FinishValues, SendPtr, FLOAT, GRAY, GRAY_WEIGHTS,
     RAW8, RGB, YUV,
 };
-use super::hint::prefetch;
+use super::hint::{prefetch, Trickle};
 use super::lines::Lines;
 use super::multitap::VTaps;
 use super::plan::{
@@ -627,37 +627,49 @@ pub(super) unsafe fn box_sums(
 
 /// An exact box's horizontal pass over its vertical sums (`Blocks` of two lanes over u16
 /// samples, `Blocks::words`): per lane and tap pair one `tbl` over its pieces and two `smlal`,
-/// exact in i32, times `inv`; the lanes stored as `multitap` stores them.
+/// exact in i32, times `inv`; the lanes stored as `multitap` stores them, the lines `ahead` asked
+/// for through the blocks (as at the x86 levels; not measured on an ARM core).
 ///
 /// # Safety
 /// `out` holds the group's members' rows (null past them), each `plan.done` writable values.
-pub(super) unsafe fn box_blocks(sums: &[u16], plan: &Blocks, inv: f32, out: [*mut f32; 4]) -> usize {
-    assert!(plan.words && !plan.slide && plan.reach <= sums.len(), "loads stay inside the sums");
-    let members = out.iter().take_while(|p| !p.is_null()).count();
-    macro_rules! go {
-        ($l:expr) => {
-            match members {
-                1 => unsafe { box_blocks_l::<$l, 1>(sums, plan, inv, out) },
-                2 => unsafe { box_blocks_l::<$l, 2>(sums, plan, inv, out) },
-                3 => unsafe { box_blocks_l::<$l, 3>(sums, plan, inv, out) },
-                _ => unsafe { box_blocks_l::<$l, 4>(sums, plan, inv, out) },
-            }
-        };
-    }
-    match plan.pieces {
-        1 => go!(1),
-        2 => go!(2),
-        3 => go!(3),
-        _ => go!(4),
-    }
-}
-
-#[inline(never)]
-unsafe fn box_blocks_l<const L: usize, const M: usize>(
+pub(super) unsafe fn box_blocks(
     sums: &[u16],
     plan: &Blocks,
     inv: f32,
     out: [*mut f32; 4],
+    ahead: Trickle,
+) -> usize {
+    assert!(plan.words && !plan.slide && plan.reach <= sums.len(), "loads stay inside the sums");
+    let members = out.iter().take_while(|p| !p.is_null()).count();
+    macro_rules! go {
+        ($l:expr, $ask:expr) => {
+            match members {
+                1 => unsafe { box_blocks_l::<$l, 1, $ask>(sums, plan, inv, out, ahead) },
+                2 => unsafe { box_blocks_l::<$l, 2, $ask>(sums, plan, inv, out, ahead) },
+                3 => unsafe { box_blocks_l::<$l, 3, $ask>(sums, plan, inv, out, ahead) },
+                _ => unsafe { box_blocks_l::<$l, 4, $ask>(sums, plan, inv, out, ahead) },
+            }
+        };
+    }
+    match (plan.pieces, ahead.is_empty()) {
+        (1, true) => go!(1, false),
+        (2, true) => go!(2, false),
+        (3, true) => go!(3, false),
+        (_, true) => go!(4, false),
+        (1, false) => go!(1, true),
+        (2, false) => go!(2, true),
+        (3, false) => go!(3, true),
+        (_, false) => go!(4, true),
+    }
+}
+
+#[inline(never)]
+unsafe fn box_blocks_l<const L: usize, const M: usize, const ASK: bool>(
+    sums: &[u16],
+    plan: &Blocks,
+    inv: f32,
+    out: [*mut f32; 4],
+    mut ahead: Trickle,
 ) -> usize {
     assert!(plan.pieces == L && (1..=4).contains(&L));
     let pairs = plan.pairs;
@@ -667,7 +679,11 @@ unsafe fn box_blocks_l<const L: usize, const M: usize>(
         let inv = vdupq_n_f32(inv);
         let (weights, controls) = (plan.hi.as_ptr(), plan.tbl.as_ptr() as *const u8);
         let row = sums.as_ptr() as *const u8;
+        let per = ahead.pace(blocks);
         for b in 0..blocks {
+            if ASK {
+                ahead.ask(per);
+            }
             let starts = *plan.lane_bases.get_unchecked(b);
             for l in 0..2 {
                 let at = row.add(2 * starts[l] as usize);

@@ -2,7 +2,7 @@
 //! per output pixel, its channels side by side.
 
 use super::taps::pil_bytes;
-use crate::convert::hint::prefetch_span;
+use crate::convert::hint::{prefetch_span, Trickle};
 use crate::convert::plan::{Pixels, TAIL_COPY, TAP_UNIT};
 use std::arch::x86_64::*;
 
@@ -39,14 +39,15 @@ pub(in crate::convert) unsafe fn pixels(
     );
     assert!(!plan.words, "a plan over bytes");
     for (row, out) in rows.iter().zip(out) {
-        unsafe { run::<false>(row, plan, pil, members, out, TAP_UNIT, ahead) };
+        unsafe { run::<false>(row, plan, pil, members, out, TAP_UNIT, (ahead, Trickle::NONE)) };
     }
     plan.done
 }
 
 /// The pixel blocks of a `words` plan (an exact box's rows summed first, `multitap::box_row`) over
 /// the sums `sums` into the members' rows `out` (null past them): per tap pair one `pshufb` and
-/// one `pmaddwd`, exact in i32, times `inv`, as `box_blocks`. Returns the outputs each member has.
+/// one `pmaddwd`, exact in i32, times `inv`, as `box_blocks`, asking for the lines `ahead`
+/// through the blocks. Returns the outputs each member has.
 ///
 /// # Safety
 /// The CPU has AVX2; `out` holds 3 or 4 rows, each `plan.done` writable values.
@@ -56,6 +57,7 @@ pub(in crate::convert) unsafe fn pixel_words(
     plan: &Pixels,
     inv: f32,
     out: [*mut f32; 4],
+    ahead: Trickle,
 ) -> usize {
     let members = out.iter().take_while(|p| !p.is_null()).count();
     let bytes = unsafe { std::slice::from_raw_parts(sums.as_ptr() as *const u8, 2 * sums.len()) };
@@ -64,11 +66,13 @@ pub(in crate::convert) unsafe fn pixel_words(
         "loads stay inside the sums"
     );
     assert!(plan.hi.len() >= 4 * plan.pairs * (plan.done / 8) && plan.bases.len() >= plan.done);
-    unsafe { run::<true>(bytes, plan, false, members, &out, inv, 0) };
+    unsafe { run::<true>(bytes, plan, false, members, &out, inv, (0, ahead)) };
     plan.done
 }
 
 /// One row's blocks: those inside the row read it, those past its end a copy of its last bytes.
+/// `ahead`: how far on the lines read are asked for again (`pixel_blocks`), and the lines asked
+/// for through the blocks (`hint::Trickle`).
 #[inline(always)]
 unsafe fn run<const WORDS: bool>(
     row: &[u8],
@@ -77,9 +81,10 @@ unsafe fn run<const WORDS: bool>(
     members: usize,
     out: &[*mut f32; 4],
     scale: f32,
-    ahead: usize,
+    (ahead, mut trickle): (usize, Trickle),
 ) {
     let blocks = plan.done / 8;
+    let per = trickle.pace(blocks);
     let mut copy = [0u8; TAIL_COPY];
     copy[..plan.reach - plan.tail].copy_from_slice(&row[plan.tail..plan.reach]);
     let parts =
@@ -89,16 +94,48 @@ unsafe fn run<const WORDS: bool>(
             ($w:expr) => {
                 match (pil, members) {
                     (true, 3) => unsafe {
-                        pixel_blocks::<$w, true, 3, WORDS>(src, plan, range, out, scale, ahead)
+                        pixel_blocks::<$w, true, 3, WORDS>(
+                            src,
+                            plan,
+                            range,
+                            out,
+                            scale,
+                            ahead,
+                            (&mut trickle, per),
+                        )
                     },
                     (true, _) => unsafe {
-                        pixel_blocks::<$w, true, 4, WORDS>(src, plan, range, out, scale, ahead)
+                        pixel_blocks::<$w, true, 4, WORDS>(
+                            src,
+                            plan,
+                            range,
+                            out,
+                            scale,
+                            ahead,
+                            (&mut trickle, per),
+                        )
                     },
                     (false, 3) => unsafe {
-                        pixel_blocks::<$w, false, 3, WORDS>(src, plan, range, out, scale, ahead)
+                        pixel_blocks::<$w, false, 3, WORDS>(
+                            src,
+                            plan,
+                            range,
+                            out,
+                            scale,
+                            ahead,
+                            (&mut trickle, per),
+                        )
                     },
                     (false, _) => unsafe {
-                        pixel_blocks::<$w, false, 4, WORDS>(src, plan, range, out, scale, ahead)
+                        pixel_blocks::<$w, false, 4, WORDS>(
+                            src,
+                            plan,
+                            range,
+                            out,
+                            scale,
+                            ahead,
+                            (&mut trickle, per),
+                        )
                     },
                 }
             };
@@ -114,8 +151,10 @@ unsafe fn run<const WORDS: bool>(
 
 /// Blocks `range` with `W` windows a pixel, PIL's split weights or not, `M` members stored, over
 /// bytes or u16 sums (`WORDS`: a window is two pixels, one tap pair); `src` the row (or the copy
-/// of its end, addressed as the row); the OpenCV presets' and the sums' i32 times `scale`.
+/// of its end, addressed as the row); the OpenCV presets' and the sums' i32 times `scale`;
+/// `per` lines of `trickle` asked for a block.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn pixel_blocks<const W: usize, const PIL: bool, const M: usize, const WORDS: bool>(
     src: *const u8,
     plan: &Pixels,
@@ -123,6 +162,7 @@ unsafe fn pixel_blocks<const W: usize, const PIL: bool, const M: usize, const WO
     out: &[*mut f32; 4],
     scale: f32,
     ahead: usize,
+    (trickle, per): (&mut Trickle, u32),
 ) {
     let zero = _mm256_setzero_si256();
     // Dword `c` of a lane: channel `c` of the window's pixels 0 and 1 (control 0) or 2 and 3
@@ -158,6 +198,10 @@ unsafe fn pixel_blocks<const W: usize, const PIL: bool, const M: usize, const WO
         _mm256_loadu2_m128i(src.add(c + 16 * q) as *const __m128i, src.add(a + 16 * q) as *const __m128i)
     };
     for b in range {
+        // Only the sums' blocks ask (the bytes' pass passes nothing, and keeps its loop as it was).
+        if WORDS {
+            trickle.ask(per);
+        }
         unsafe {
             if ahead != 0 {
                 let (first, last) = (*bases.add(8 * b) as usize, *bases.add(8 * b + 7) as usize + 16 * W - 1);

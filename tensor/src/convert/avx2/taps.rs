@@ -4,7 +4,7 @@
 
 #![allow(clippy::needless_range_loop)]
 
-use crate::convert::hint::{prefetch, prefetch_window};
+use crate::convert::hint::{prefetch, prefetch_window, Trickle};
 use crate::convert::multitap::VTaps;
 use crate::convert::plan::{Blocks, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT};
 use std::arch::x86_64::*;
@@ -374,7 +374,8 @@ unsafe fn box_sums_n<const N: usize>(
 
 /// An exact box's horizontal pass over its vertical sums at eight dwords a block (`Blocks` of
 /// two lanes over u16 samples, `Blocks::words`): per tap pair a `pshufb` per 16-byte piece and
-/// one `pmaddwd`, exact in i32, times `inv`; the lanes stored as `multitap` stores them.
+/// one `pmaddwd`, exact in i32, times `inv`; the lanes stored as `multitap` stores them, the
+/// lines `ahead` asked for through the blocks.
 ///
 /// # Safety
 /// The CPU has AVX2; `out` holds the group's members' rows (null past them), each `plan.done`
@@ -385,33 +386,39 @@ pub(in crate::convert) unsafe fn box_blocks(
     plan: &Blocks,
     inv: f32,
     out: [*mut f32; 4],
+    ahead: Trickle,
 ) -> usize {
     assert!(plan.words && !plan.slide && plan.reach <= sums.len(), "loads stay inside the sums");
     let members = out.iter().take_while(|p| !p.is_null()).count();
     macro_rules! go {
-        ($l:expr) => {
+        ($l:expr, $ask:expr) => {
             match members {
-                1 => box_blocks_l::<$l, 1>(sums, plan, inv, out),
-                2 => box_blocks_l::<$l, 2>(sums, plan, inv, out),
-                3 => box_blocks_l::<$l, 3>(sums, plan, inv, out),
-                _ => box_blocks_l::<$l, 4>(sums, plan, inv, out),
+                1 => box_blocks_l::<$l, 1, $ask>(sums, plan, inv, out, ahead),
+                2 => box_blocks_l::<$l, 2, $ask>(sums, plan, inv, out, ahead),
+                3 => box_blocks_l::<$l, 3, $ask>(sums, plan, inv, out, ahead),
+                _ => box_blocks_l::<$l, 4, $ask>(sums, plan, inv, out, ahead),
             }
         };
     }
-    match plan.pieces {
-        1 => go!(1),
-        2 => go!(2),
-        3 => go!(3),
-        _ => go!(4),
+    match (plan.pieces, ahead.is_empty()) {
+        (1, true) => go!(1, false),
+        (2, true) => go!(2, false),
+        (3, true) => go!(3, false),
+        (_, true) => go!(4, false),
+        (1, false) => go!(1, true),
+        (2, false) => go!(2, true),
+        (3, false) => go!(3, true),
+        (_, false) => go!(4, true),
     }
 }
 
 #[inline(always)]
-unsafe fn box_blocks_l<const L: usize, const M: usize>(
+unsafe fn box_blocks_l<const L: usize, const M: usize, const ASK: bool>(
     sums: &[u16],
     plan: &Blocks,
     inv: f32,
     out: [*mut f32; 4],
+    mut ahead: Trickle,
 ) -> usize {
     assert!(plan.pieces == L);
     let pairs = plan.pairs;
@@ -419,7 +426,11 @@ unsafe fn box_blocks_l<const L: usize, const M: usize>(
     assert!(plan.shuf.len() >= blocks * pairs * L && plan.hi.len() >= blocks * pairs * 8);
     let inv = _mm256_set1_ps(inv);
     let row = sums.as_ptr() as *const u8;
+    let per = ahead.pace(blocks);
     for b in 0..blocks {
+        if ASK {
+            ahead.ask(per);
+        }
         unsafe {
             let [s0, s1] = *plan.lane_bases.get_unchecked(b);
             let (r0, r1) = (row.add(2 * s0 as usize), row.add(2 * s1 as usize));

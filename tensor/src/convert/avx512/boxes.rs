@@ -5,7 +5,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::taps::store_lanes;
-use crate::convert::hint::{prefetch, prefetch_window};
+use crate::convert::hint::{prefetch, prefetch_window, Trickle};
 use crate::convert::plan::Blocks;
 use std::arch::x86_64::*;
 
@@ -116,7 +116,8 @@ unsafe fn box_sums_n<const N: usize>(
 /// for one group's `w16` blocks: per block and tap pair one `vpermt2b` of the 32 or 64 samples'
 /// window and one `pmaddwd` with the whole weights, exact in i32; each output the sum times `inv`
 /// (`1 / (K_x · K_y)`, the value the filter-across-first levels reach: see `MultiTap::scale`),
-/// stored by the lanes' rule of `multitap`. Returns the outputs each member has.
+/// stored by the lanes' rule of `multitap`, asking for the lines `ahead` through the blocks.
+/// Returns the outputs each member has.
 ///
 /// # Safety
 /// The CPU has AVX-512 (F, BW, VBMI); `out` holds the group's members' rows (null past them), each
@@ -127,31 +128,35 @@ pub(in crate::convert) unsafe fn box_blocks(
     plan: &Blocks,
     inv: f32,
     out: [*mut f32; 4],
+    ahead: Trickle,
 ) -> usize {
     assert!(plan.words && plan.reach <= sums.len(), "loads stay inside the sums");
     let members = out.iter().take_while(|p| !p.is_null()).count();
     macro_rules! go {
-        ($narrow:expr) => {
+        ($narrow:expr, $ask:expr) => {
             match members {
-                1 => box_blocks_m::<$narrow, 1>(sums, plan, inv, out),
-                2 => box_blocks_m::<$narrow, 2>(sums, plan, inv, out),
-                3 => box_blocks_m::<$narrow, 3>(sums, plan, inv, out),
-                _ => box_blocks_m::<$narrow, 4>(sums, plan, inv, out),
+                1 => box_blocks_m::<$narrow, 1, $ask>(sums, plan, inv, out, ahead),
+                2 => box_blocks_m::<$narrow, 2, $ask>(sums, plan, inv, out, ahead),
+                3 => box_blocks_m::<$narrow, 3, $ask>(sums, plan, inv, out, ahead),
+                _ => box_blocks_m::<$narrow, 4, $ask>(sums, plan, inv, out, ahead),
             }
         };
     }
-    match plan.narrow {
-        true => go!(true),
-        false => go!(false),
+    match (plan.narrow, ahead.is_empty()) {
+        (true, true) => go!(true, false),
+        (true, false) => go!(true, true),
+        (false, true) => go!(false, false),
+        (false, false) => go!(false, true),
     }
 }
 
 #[inline(always)]
-unsafe fn box_blocks_m<const NARROW: bool, const M: usize>(
+unsafe fn box_blocks_m<const NARROW: bool, const M: usize, const ASK: bool>(
     sums: &[u16],
     plan: &Blocks,
     inv: f32,
     out: [*mut f32; 4],
+    mut ahead: Trickle,
 ) -> usize {
     let pairs = plan.pairs;
     let blocks = plan.targets.len().min(plan.bases.len());
@@ -159,7 +164,11 @@ unsafe fn box_blocks_m<const NARROW: bool, const M: usize>(
     let (weights, controls) = (plan.hi.as_ptr(), plan.c64.as_ptr());
     let inv = _mm512_set1_ps(inv);
     let row = sums.as_ptr();
+    let per = ahead.pace(blocks);
     for b in 0..blocks {
+        if ASK {
+            ahead.ask(per);
+        }
         unsafe {
             let base = *plan.bases.get_unchecked(b) as usize;
             let a = _mm512_loadu_si512(row.add(base) as *const _);

@@ -733,3 +733,30 @@ fn axis_ahead_points_at_new_rows_two_outputs_on() {
     }
     assert!(shared > 100, "the upscale's neighbours share rows: {shared}");
 }
+
+/// Each group takes an equal part of its plane's later rows (`TapGroup::part`): YUY2's luma and
+/// chroma groups share their one plane, NV12's and RGBA's groups have a plane each.
+#[test]
+fn groups_share_their_planes_lines() {
+    let filter = Filter::of(crate::preprocess::Interpolation::Area, true).unwrap();
+    for (format, parts) in [
+        (PixelFormat::Yuy2, vec![(0, 2), (1, 2)]),
+        (PixelFormat::Nv12, vec![(0, 1), (0, 1)]),
+        (PixelFormat::Rgba, vec![(0, 1)]),
+    ] {
+        let (_, comps) = components(format).unwrap();
+        let (w, n) = (1920, 640);
+        let cols = [
+            multi_axis(n, 0, w, 1, 0, w - 1, filter, 0.0),
+            multi_axis(n, 0, w, 2, 0, w / 2 - 1, filter, 0.0),
+        ];
+        let bytes = match format {
+            PixelFormat::Yuy2 => [2 * w, 0, 0],
+            PixelFormat::Nv12 => [w, w, 0],
+            _ => [4 * w, 0, 0],
+        };
+        let plan = MultiTap::new(cols.clone(), cols, &comps, bytes, filter.round_between);
+        let got: Vec<(u32, u32)> = plan.groups.iter().map(|g| g.part).collect();
+        assert_eq!(got, parts, "{format:?}");
+    }
+}
