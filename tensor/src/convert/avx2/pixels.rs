@@ -91,54 +91,23 @@ unsafe fn run<const WORDS: bool>(
         [(row.as_ptr(), 0..plan.edge, ahead), (copy.as_ptr().wrapping_sub(plan.tail), plan.edge..blocks, 0)];
     for (src, range, ahead) in parts {
         macro_rules! go {
-            ($w:expr) => {
+            ($w:expr) => {{
+                let t = (&mut trickle, per);
                 match (pil, members) {
                     (true, 3) => unsafe {
-                        pixel_blocks::<$w, true, 3, WORDS>(
-                            src,
-                            plan,
-                            range,
-                            out,
-                            scale,
-                            ahead,
-                            (&mut trickle, per),
-                        )
+                        pixel_blocks::<$w, true, 3, WORDS>(src, plan, range, out, scale, ahead, t)
                     },
                     (true, _) => unsafe {
-                        pixel_blocks::<$w, true, 4, WORDS>(
-                            src,
-                            plan,
-                            range,
-                            out,
-                            scale,
-                            ahead,
-                            (&mut trickle, per),
-                        )
+                        pixel_blocks::<$w, true, 4, WORDS>(src, plan, range, out, scale, ahead, t)
                     },
                     (false, 3) => unsafe {
-                        pixel_blocks::<$w, false, 3, WORDS>(
-                            src,
-                            plan,
-                            range,
-                            out,
-                            scale,
-                            ahead,
-                            (&mut trickle, per),
-                        )
+                        pixel_blocks::<$w, false, 3, WORDS>(src, plan, range, out, scale, ahead, t)
                     },
                     (false, _) => unsafe {
-                        pixel_blocks::<$w, false, 4, WORDS>(
-                            src,
-                            plan,
-                            range,
-                            out,
-                            scale,
-                            ahead,
-                            (&mut trickle, per),
-                        )
+                        pixel_blocks::<$w, false, 4, WORDS>(src, plan, range, out, scale, ahead, t)
                     },
                 }
-            };
+            }};
         }
         match plan.windows {
             1 => go!(1),
