@@ -338,8 +338,9 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 let vert = |rows: &[*const u8],
                             wi: &[i32],
                             whole: Option<(&[i16], u8, (u16, u16))>,
-                            out: &mut [f32]| unsafe {
-                    avx512::vertical_bytes(rows, wi, whole, out)
+                            out: &mut [f32],
+                            ahead| unsafe {
+                    avx512::vertical_bytes(rows, wi, whole, out, ahead)
                 };
                 let (groups, made) = multitap::pil8_row(
                     m,

@@ -57,7 +57,8 @@ pub(super) struct Ring {
 /// `bilinear-antialias` time at AVX-512). `horiz(g, rows, out, ahead)` filters source rows into the
 /// members' byte rows (`out[i][j]`, the content width; whole blocks, it says how many; asking
 /// for the lines `ahead` on),
-/// `vert(rows, wi, whole, out)` blends byte rows into a component's row (whole steps); the loops
+/// `vert(rows, wi, whole, out, ahead)` blends byte rows into a component's row (whole steps;
+/// asking for the lines `ahead` through its steps, `ahead_rows`); the loops
 /// here do the rest with PIL's sums. Returns the groups done (bit `g`) and the outputs `horiz` made.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
@@ -71,7 +72,7 @@ pub(super) fn pil8_row(
     out: &mut [Lines<f32>; 4],
     takes: impl Fn(usize) -> bool,
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize) -> usize,
-    mut vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [f32]) -> usize,
+    mut vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [f32], Trickle) -> usize,
 ) -> (u32, u64) {
     let (mut groups, mut made) = (0u32, 0u64);
     let Ring { bytes: ring, btags: tags, .. } = ring;
@@ -119,7 +120,9 @@ pub(super) fn pil8_row(
                 }
             }
         }
-        for &k in g.members.iter().filter(|&&k| m.blended[k]) {
+        let ahead = Trickle::over(bytes, ahead_rows(rows, cy, stride)).part(g.part);
+        let blended = g.members.iter().filter(|&&k| m.blended[k]).count() as u32;
+        for (i, &k) in g.members.iter().filter(|&&k| m.blended[k]).enumerate() {
             let ring = &ring[k];
             let mut at = [std::ptr::null(); VTAPS];
             for (j, at) in at.iter_mut().enumerate().take(kv) {
@@ -132,7 +135,7 @@ pub(super) fn pil8_row(
             };
             let o = &mut out[k][..n];
             let done = match kv <= at.len() {
-                true => vert(&at[..kv], wi, whole, o).min(n),
+                true => vert(&at[..kv], wi, whole, o, ahead.part((i as u32, blended))).min(n),
                 false => 0,
             };
             for x in done..n {
@@ -177,18 +180,14 @@ pub(super) fn ahead_bytes(rows: &Taps, cy: usize, stride: usize, len: usize) -> 
 }
 
 /// The bytes of the source rows output row `cy + MULTI_PREFETCH_AHEAD` reads and the row before
-/// it does not, rows `stride` apart, where the axis brings at least `TRICKLE_FROM` bytes of new
-/// rows an output row on average (else, and where there is no such row, empty): what an exact
-/// box's blocks ask for through their steps (`hint::Trickle`), split over the groups of the plane
-/// (`TapGroup::part`).
+/// it does not (empty where there is no such row), rows `stride` apart: what the kernels that
+/// read no frame bytes ask for through their steps (`hint::Trickle`: PIL's vertical pass, an
+/// exact box's blocks where `box_asks`), split over the groups of the plane (`TapGroup::part`)
+/// and their members.
 pub(super) fn ahead_rows(rows: &Taps, cy: usize, stride: usize) -> std::ops::Range<usize> {
     let on = cy + MULTI_PREFETCH_AHEAD;
-    let n = rows.first.len();
     match (rows.first.get(on), rows.first.get(on - 1)) {
-        (Some(&at), Some(&before))
-            if (rows.first[n - 1] as usize + rows.taps - rows.first[0] as usize) * stride
-                >= TRICKLE_FROM * n =>
-        {
+        (Some(&at), Some(&before)) => {
             let from = (at as usize).max(before as usize + rows.taps);
             from * stride..(at as usize + rows.taps) * stride
         }
@@ -196,14 +195,22 @@ pub(super) fn ahead_rows(rows: &Taps, cy: usize, stride: usize) -> std::ops::Ran
     }
 }
 
-/// The fewest bytes of new source rows an output row must bring on average for the blocks to ask
-/// for them too (`ahead_rows`). `area`, 1080p → 640 letterbox, MPEG-2 siting, engine, uint8, best of 3–4
-/// alternations, without → with the blocks asking. AVX-512: YUY2 (11.25 KiB of new rows an
-/// output row) 8 rotating frames 0.466 → 0.389 ms, 32 frames 0.476 → 0.410, hot 0.340 → 0.352;
-/// RGBA (22.5 KiB) 0.667 → 0.554, 0.683 → 0.548, hot 0.446 → 0.445. AVX2: YUY2 0.572 → 0.528,
-/// RGBA 0.625 → 0.516 (8 frames). NV12's luma (5.6 KiB) and chroma gained nothing on rotating
-/// frames at AVX-512 (0.319 → 0.319 in one run, 0.342 → 0.318 in another) and lost at AVX2
-/// (0.400 → 0.419 rotating), so planes that bring less keep the sums' own requests alone.
+/// Whether an exact box's blocks ask for `ahead_rows` on an axis `rows` over rows `stride`
+/// apart: where its output rows bring at least `TRICKLE_FROM` bytes of new rows on average.
+pub(super) fn box_asks(rows: &Taps, stride: usize) -> bool {
+    let n = rows.first.len();
+    n > 0 && (rows.first[n - 1] as usize + rows.taps - rows.first[0] as usize) * stride >= TRICKLE_FROM * n
+}
+
+/// The fewest bytes of new source rows an output row must bring on average for an exact box's
+/// blocks to ask for them (`box_asks`). `area`, 1080p → 640 letterbox, MPEG-2 siting, engine,
+/// uint8, best of 3–4 alternations, without → with the blocks asking. AVX-512: YUY2 (11.25 KiB
+/// of new rows an output row) 8 rotating frames 0.466 → 0.389 ms, 32 frames 0.476 → 0.410, hot
+/// 0.340 → 0.352; RGBA (22.5 KiB) 0.667 → 0.554, 0.683 → 0.548, hot 0.446 → 0.445. AVX2: YUY2
+/// 0.572 → 0.528, RGBA 0.625 → 0.516 (8 frames). Below it the asking lost where it was measured:
+/// NV12 1080p (5.6 KiB) hot 0.310 → 0.360 ms at AVX-512 and 0.378 → 0.409 at AVX2, YUY2 900p
+/// (9.4 KiB) hot 0.286 → 0.317, though on rotating frames it gained at AVX-512 (NV12 0.350 →
+/// 0.304, YUY2 900p 0.394 → 0.339) and not at AVX2 (0.391 → 0.413).
 pub(super) const TRICKLE_FROM: usize = 10 << 10;
 
 /// Output row `cy` of the groups of an exact box that have rows-first blocks at the level
@@ -289,7 +296,10 @@ pub(super) fn box_row<'m, P: Copy>(
         let inv = m.scale[axis] * (1.0 / (super::plan::TAP_STEPS * super::plan::TAP_STEPS)) as f32;
         let targets: [*mut f32; 4] =
             std::array::from_fn(|i| g.members.get(i).map_or(std::ptr::null_mut(), |&c| out[c].as_mut_ptr()));
-        let ahead = Trickle::over(bytes, ahead_rows(rows, cy, stride)).part(g.part);
+        let ahead = match box_asks(rows, stride) {
+            true => Trickle::over(bytes, ahead_rows(rows, cy, stride)).part(g.part),
+            false => Trickle::NONE,
+        };
         let done = blocks(plan, data, inv, targets, ahead).min(n);
         made += (done * g.members.len()) as u64;
         for (&c, bases) in g.members.iter().zip(bases) {
@@ -523,7 +533,7 @@ pub(super) enum VTaps<'a> {
 #[cfg(test)]
 mod tests {
     use super::super::plan::{multi_axis, Filter};
-    use super::{ahead_bytes, ahead_rows, MULTI_PREFETCH_AHEAD, TRICKLE_FROM};
+    use super::{ahead_bytes, ahead_rows, box_asks, MULTI_PREFETCH_AHEAD, TRICKLE_FROM};
     use crate::preprocess::Interpolation;
 
     /// The distance points at the first row output row `cy + MULTI_PREFETCH_AHEAD` reads, and is
@@ -565,7 +575,7 @@ mod tests {
 
     /// The blocks' span is the rows output row `cy + MULTI_PREFETCH_AHEAD` reads that the row
     /// before it does not: consecutive spans follow each other, so each row is asked for once;
-    /// planes whose rows bring less than `TRICKLE_FROM` an output row get none.
+    /// an exact box's blocks ask for them only where the rows bring `TRICKLE_FROM` an output row.
     #[test]
     fn ahead_rows_are_the_rows_new_two_outputs_on() {
         for interp in [Interpolation::Area, Interpolation::BilinearAntialias] {
@@ -595,12 +605,9 @@ mod tests {
                     for pair in asked.windows(2) {
                         assert!(pair[0].end <= pair[1].start, "{interp:?} {rows} {stride}: {pair:?}");
                     }
-                    match rows * stride / n >= TRICKLE_FROM {
-                        false => assert!(asked.is_empty(), "{interp:?} {rows} {stride} asks nothing"),
-                        true => {
-                            assert!(asked.len() >= n - 2 * MULTI_PREFETCH_AHEAD - t.taps, "{interp:?} {rows}")
-                        }
-                    }
+                    assert!(asked.len() >= n - 2 * MULTI_PREFETCH_AHEAD - t.taps, "{interp:?} {rows}");
+                    let asks = rows * stride / n >= TRICKLE_FROM;
+                    assert_eq!(box_asks(&t, stride), asks, "{interp:?} {rows} {stride}");
                 }
             }
         }

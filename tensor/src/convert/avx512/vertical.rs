@@ -4,6 +4,7 @@
 
 #![allow(clippy::needless_range_loop)]
 
+use crate::convert::hint::Trickle;
 use crate::convert::multitap::VTaps;
 use crate::convert::plan::{PIL_HALF, PIL_SHIFT};
 use std::arch::x86_64::*;
@@ -105,7 +106,8 @@ pub(in crate::convert) unsafe fn multitap_vertical(
 /// PIL's vertical pass over rows of bytes (`multitap::pil8_row`) into a component's row (f32
 /// values of PIL's bytes): with whole weights (`div`: `D`'s divider), 32 outputs per step in i16
 /// (`Σ k · b` and `2S + D` fit: `plan::WHOLE_MAX`) and the multiply-high division; else PIL's
-/// 2^-22 weights in i32, 16 per step. Returns the outputs it wrote (whole steps).
+/// 2^-22 weights in i32, 16 per step; the lines `ahead` asked for through the steps. Returns the
+/// outputs it wrote (whole steps).
 ///
 /// # Safety
 /// The CPU has AVX-512 (F, BW, VBMI); every row pointer is readable for `out.len()` bytes.
@@ -115,6 +117,24 @@ pub(in crate::convert) unsafe fn vertical_bytes(
     wi: &[i32],
     whole: Option<(&[i16], u8, (u16, u16))>,
     out: &mut [f32],
+    ahead: Trickle,
+) -> usize {
+    match ahead.is_empty() {
+        true => unsafe { vertical_bytes_of::<false>(rows, wi, whole, out, ahead) },
+        false => unsafe { vertical_bytes_of::<true>(rows, wi, whole, out, ahead) },
+    }
+}
+
+/// `vertical_bytes` asking for lines (`ASK`) or not, each its own function (as `box_blocks`; the
+/// asking's code in the one loop cost NV12's hot frame 0.02–0.05 ms before it was split).
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[inline(never)]
+unsafe fn vertical_bytes_of<const ASK: bool>(
+    rows: &[*const u8],
+    wi: &[i32],
+    whole: Option<(&[i16], u8, (u16, u16))>,
+    out: &mut [f32],
+    mut ahead: Trickle,
 ) -> usize {
     let o = out.as_mut_ptr();
     match whole {
@@ -127,9 +147,9 @@ pub(in crate::convert) unsafe fn vertical_bytes(
             macro_rules! taps {
                 ($($t:literal)*) => {
                     match (rows.len(), bytes) {
-                        $(($t, true) => unsafe { vertical_halves::<$t>(rows, k, (d, mul, shift), o, n) },)*
-                        $(($t, false) => unsafe { vertical_whole::<$t>(rows, k, (d, mul, shift), o, 0, n) },)*
-                        _ => unsafe { vertical_whole_any(rows, k, (d, mul, shift), o, n) },
+                        $(($t, true) => unsafe { vertical_halves::<$t, ASK>(rows, k, (d, mul, shift), o, n, &mut ahead) },)*
+                        $(($t, false) => unsafe { vertical_whole::<$t, ASK>(rows, k, (d, mul, shift), o, 0, n, &mut ahead) },)*
+                        _ => unsafe { vertical_whole_any::<ASK>(rows, k, (d, mul, shift), o, n, &mut ahead) },
                     }
                 };
             }
@@ -141,7 +161,11 @@ pub(in crate::convert) unsafe fn vertical_bytes(
             let rows = &rows[..wi.len().min(rows.len())];
             let (half, zero, top) =
                 (_mm512_set1_epi32(PIL_HALF), _mm512_setzero_si512(), _mm512_set1_epi32(255));
+            let per = ahead.pace(n / 16);
             for x in (0..n).step_by(16) {
+                if ASK {
+                    ahead.ask(per);
+                }
                 unsafe {
                     let mut a = half;
                     for (&r, &w) in rows.iter().zip(wi) {
@@ -175,13 +199,14 @@ pub(in crate::convert) unsafe fn vertical_bytes(
 /// `vertical_halves` now takes the rows whole where the doubled weights are signed bytes; this
 /// pass does the others, and its last 32 outputs (from `from`).
 #[inline(always)]
-unsafe fn vertical_whole<const N: usize>(
+unsafe fn vertical_whole<const N: usize, const ASK: bool>(
     rows: &[*const u8],
     k: &[i16],
     (d, mul, shift): (i16, i16, i16),
     o: *mut f32,
     from: usize,
     n: usize,
+    ahead: &mut Trickle,
 ) {
     let rows: [*const u8; N] = std::array::from_fn(|j| rows[j]);
     // Loops, not `from_fn`: its closures' broadcasts ran as calls.
@@ -190,7 +215,11 @@ unsafe fn vertical_whole<const N: usize>(
         kj[j] = _mm512_set1_epi16(2 * k[j]);
     }
     let (d, mul, shift) = (_mm512_set1_epi16(d), _mm512_set1_epi16(mul), _mm512_set1_epi16(shift));
+    let per = ahead.pace((n - from.min(n)) / 32);
     for x in (from..n).step_by(32) {
+        if ASK {
+            ahead.ask(per);
+        }
         unsafe {
             let mut s = d;
             for j in 0..N {
@@ -213,12 +242,13 @@ unsafe fn vertical_whole<const N: usize>(
 /// 0.539 → 0.503, RGBA 0.538 → 0.497 (with `mulhi`).
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
 #[inline]
-unsafe fn vertical_halves<const N: usize>(
+unsafe fn vertical_halves<const N: usize, const ASK: bool>(
     rows: &[*const u8],
     k: &[i16],
     (d, mul, shift): (i16, i16, i16),
     o: *mut f32,
     n: usize,
+    ahead: &mut Trickle,
 ) {
     let at: [*const u8; N] = std::array::from_fn(|j| rows[j]);
     let (mut even, mut odd) = ([_mm512_setzero_si512(); N], [_mm512_setzero_si512(); N]);
@@ -233,7 +263,11 @@ unsafe fn vertical_halves<const N: usize>(
     let spread = [at16(0), at16(16), at16(32), at16(48)];
     let firsts: __mmask64 = 0x1111_1111_1111_1111;
     let whole = n / 64 * 64;
+    let per = ahead.pace(whole / 64);
     for x in (0..whole).step_by(64) {
+        if ASK {
+            ahead.ask(per);
+        }
         unsafe {
             let (mut e, mut h) = (dv, dv);
             for j in 0..N {
@@ -252,7 +286,7 @@ unsafe fn vertical_halves<const N: usize>(
         }
     }
     if whole < n {
-        unsafe { vertical_whole::<N>(rows, k, (d, mul, shift), o, whole, n) };
+        unsafe { vertical_whole::<N, ASK>(rows, k, (d, mul, shift), o, whole, n, ahead) };
     }
 }
 
@@ -271,15 +305,20 @@ unsafe fn mulhi(a: __m512i, b: __m512i) -> __m512i {
 
 /// `vertical_whole` for any number of rows.
 #[inline(always)]
-unsafe fn vertical_whole_any(
+unsafe fn vertical_whole_any<const ASK: bool>(
     rows: &[*const u8],
     k: &[i16],
     (d, mul, shift): (i16, i16, i16),
     o: *mut f32,
     n: usize,
+    ahead: &mut Trickle,
 ) {
     let (d, mul, shift) = (_mm512_set1_epi16(d), _mm512_set1_epi16(mul), _mm512_set1_epi16(shift));
+    let per = ahead.pace(n / 32);
     for x in (0..n).step_by(32) {
+        if ASK {
+            ahead.ask(per);
+        }
         unsafe {
             let mut s = d;
             for (&r, &kj) in rows.iter().zip(k) {
@@ -337,7 +376,9 @@ mod tests {
                     .collect();
                 let at: Vec<*const u8> = rows.iter().map(|r| r.as_ptr()).collect();
                 let mut out = vec![-1f32; n];
-                let done = unsafe { super::vertical_bytes(&at, &[], Some((k, d as u8, div)), &mut out) };
+                let done = unsafe {
+                    super::vertical_bytes(&at, &[], Some((k, d as u8, div)), &mut out, super::Trickle::NONE)
+                };
                 assert_eq!(done, n);
                 for x in 0..n {
                     let acc: i64 = (0..k.len()).map(|j| wi[j] * rows[j][x] as i64).sum();
