@@ -382,6 +382,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                     &c.comps,
                     &src.planes,
                     cy,
+                    // AVX-512 asks on every plane, AVX2 where the rows bring enough (`box_asks`).
+                    if wide { 0 } else { multitap::TRICKLE_FROM },
                     buffers,
                     &mut s.comps,
                     plan_of,
@@ -409,6 +411,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                     &c.comps,
                     &src.planes,
                     cy,
+                    multitap::TRICKLE_FROM,
                     buffers,
                     &mut s.comps,
                     rows_first_w8,

@@ -196,21 +196,21 @@ pub(super) fn ahead_rows(rows: &Taps, cy: usize, stride: usize) -> std::ops::Ran
 }
 
 /// Whether an exact box's blocks ask for `ahead_rows` on an axis `rows` over rows `stride`
-/// apart: where its output rows bring at least `TRICKLE_FROM` bytes of new rows on average.
-pub(super) fn box_asks(rows: &Taps, stride: usize) -> bool {
+/// apart: where its output rows bring at least `from` bytes of new rows on average (the level's:
+/// 0 at AVX-512, `TRICKLE_FROM` at AVX2 and NEON).
+pub(super) fn box_asks(rows: &Taps, stride: usize, from: usize) -> bool {
     let n = rows.first.len();
-    n > 0 && (rows.first[n - 1] as usize + rows.taps - rows.first[0] as usize) * stride >= TRICKLE_FROM * n
+    n > 0 && (rows.first[n - 1] as usize + rows.taps - rows.first[0] as usize) * stride >= from * n
 }
 
 /// The fewest bytes of new source rows an output row must bring on average for an exact box's
-/// blocks to ask for them (`box_asks`). `area`, 1080p → 640 letterbox, MPEG-2 siting, engine,
-/// uint8, best of 3–4 alternations, without → with the blocks asking. AVX-512: YUY2 (11.25 KiB
-/// of new rows an output row) 8 rotating frames 0.466 → 0.389 ms, 32 frames 0.476 → 0.410, hot
-/// 0.340 → 0.352; RGBA (22.5 KiB) 0.667 → 0.554, 0.683 → 0.548, hot 0.446 → 0.445. AVX2: YUY2
-/// 0.572 → 0.528, RGBA 0.625 → 0.516 (8 frames). Below it the asking lost where it was measured:
-/// NV12 1080p (5.6 KiB) hot 0.310 → 0.360 ms at AVX-512 and 0.378 → 0.409 at AVX2, YUY2 900p
-/// (9.4 KiB) hot 0.286 → 0.317, though on rotating frames it gained at AVX-512 (NV12 0.350 →
-/// 0.304, YUY2 900p 0.394 → 0.339) and not at AVX2 (0.391 → 0.413).
+/// blocks to ask for them at AVX2 (`box_asks`; NEON likewise, unmeasured). `area`, 1080p → 640
+/// letterbox, MPEG-2 siting, engine, uint8, 8 rotating frames, best of 3–4 alternations, without
+/// → with the blocks asking: YUY2 (11.25 KiB of new rows an output row) 0.572 → 0.528 ms, RGBA
+/// (22.5 KiB) 0.625 → 0.516; NV12 (5.6 KiB) 0.391 → 0.413, hot 0.378 → 0.409. AVX-512 asks on
+/// every plane: YUY2 0.466 → 0.389 (32 frames 0.476 → 0.410, hot 0.340 → 0.352), RGBA 0.667 →
+/// 0.554 (0.683 → 0.548, hot 0.446 → 0.445), NV12 32 frames 0.329 → 0.298 (8 frames' first
+/// quartile 0.350 → 0.311, hot 0.264 → 0.274), YUY2 900p (9.4 KiB) 0.394 → 0.339.
 pub(super) const TRICKLE_FROM: usize = 10 << 10;
 
 /// Output row `cy` of the groups of an exact box that have rows-first blocks at the level
@@ -218,7 +218,7 @@ pub(super) const TRICKLE_FROM: usize = 10 << 10;
 /// `plan::EXACT_MAX`): per group, `sums(bytes, stride, first, k_y, (lo, hi), sums, ahead)` makes
 /// the vertical sums `Σ k_y b` of the samples its taps read (asking for the lines `ahead` on),
 /// `blocks(g, sums, inv, out, ahead)` filters them across (whole blocks; it says how many outputs;
-/// asking for the lines `ahead` through its blocks, `ahead_rows`), and
+/// asking for the lines `ahead` through its blocks, `ahead_rows`, where `box_asks(.., ask_from)`), and
 /// the loop here does the rest, each output
 /// `Σ k_x · sum` times `inv`. The sums are exact integers, so this order gives the values of
 /// `multitap_row` (across first) to the bit. Returns the groups done (bit `g`), the outputs the
@@ -231,6 +231,7 @@ pub(super) fn box_row<'m, P: Copy>(
     comps: &[Comp],
     planes: &[(&[u8], usize); 3],
     cy: usize,
+    ask_from: usize,
     (sums, packed): (&mut [u16], &mut [u16]),
     out: &mut [Lines<f32>; 4],
     plan_of: impl Fn(&'m TapGroup) -> Option<(P, Option<&'m Compact>)>,
@@ -296,7 +297,7 @@ pub(super) fn box_row<'m, P: Copy>(
         let inv = m.scale[axis] * (1.0 / (super::plan::TAP_STEPS * super::plan::TAP_STEPS)) as f32;
         let targets: [*mut f32; 4] =
             std::array::from_fn(|i| g.members.get(i).map_or(std::ptr::null_mut(), |&c| out[c].as_mut_ptr()));
-        let ahead = match box_asks(rows, stride) {
+        let ahead = match box_asks(rows, stride, ask_from) {
             true => Trickle::over(bytes, ahead_rows(rows, cy, stride)).part(g.part),
             false => Trickle::NONE,
         };
@@ -607,7 +608,11 @@ mod tests {
                     }
                     assert!(asked.len() >= n - 2 * MULTI_PREFETCH_AHEAD - t.taps, "{interp:?} {rows}");
                     let asks = rows * stride / n >= TRICKLE_FROM;
-                    assert_eq!(box_asks(&t, stride), asks, "{interp:?} {rows} {stride}");
+                    assert_eq!(box_asks(&t, stride, TRICKLE_FROM), asks, "{interp:?} {rows} {stride}");
+                    assert!(
+                        box_asks(&t, stride, 0),
+                        "{interp:?} {rows} {stride}: AVX-512 asks on every plane"
+                    );
                 }
             }
         }
