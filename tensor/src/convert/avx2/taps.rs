@@ -389,26 +389,37 @@ pub(in crate::convert) unsafe fn box_blocks(
     ahead: Trickle,
 ) -> usize {
     assert!(plan.words && !plan.slide && plan.reach <= sums.len(), "loads stay inside the sums");
+    match ahead.is_empty() {
+        true => box_blocks_of::<false>(sums, plan, inv, out, ahead),
+        false => box_blocks_of::<true>(sums, plan, inv, out, ahead),
+    }
+}
+
+/// `box_blocks` asking for lines (`ASK`) or not, as AVX-512's `box_blocks_of`.
+#[inline(always)]
+unsafe fn box_blocks_of<const ASK: bool>(
+    sums: &[u16],
+    plan: &Blocks,
+    inv: f32,
+    out: [*mut f32; 4],
+    ahead: Trickle,
+) -> usize {
     let members = out.iter().take_while(|p| !p.is_null()).count();
     macro_rules! go {
-        ($l:expr, $ask:expr) => {
+        ($l:expr) => {
             match members {
-                1 => box_blocks_l::<$l, 1, $ask>(sums, plan, inv, out, ahead),
-                2 => box_blocks_l::<$l, 2, $ask>(sums, plan, inv, out, ahead),
-                3 => box_blocks_l::<$l, 3, $ask>(sums, plan, inv, out, ahead),
-                _ => box_blocks_l::<$l, 4, $ask>(sums, plan, inv, out, ahead),
+                1 => box_blocks_l::<$l, 1, ASK>(sums, plan, inv, out, ahead),
+                2 => box_blocks_l::<$l, 2, ASK>(sums, plan, inv, out, ahead),
+                3 => box_blocks_l::<$l, 3, ASK>(sums, plan, inv, out, ahead),
+                _ => box_blocks_l::<$l, 4, ASK>(sums, plan, inv, out, ahead),
             }
         };
     }
-    match (plan.pieces, ahead.is_empty()) {
-        (1, true) => go!(1, false),
-        (2, true) => go!(2, false),
-        (3, true) => go!(3, false),
-        (_, true) => go!(4, false),
-        (1, false) => go!(1, true),
-        (2, false) => go!(2, true),
-        (3, false) => go!(3, true),
-        (_, false) => go!(4, true),
+    match plan.pieces {
+        1 => go!(1),
+        2 => go!(2),
+        3 => go!(3),
+        _ => go!(4),
     }
 }
 
