@@ -161,6 +161,40 @@ fn a_stalled_live_source_is_filled_when_the_latency_runs_out() {
     assert!(filled >= 2, "the stalled slot is filled on timeout beside a live frame ({filled} of {batches})");
 }
 
+/// The element held in PAUSED while the rest of a live pipeline plays (the clock and latency are
+/// known, its base time is not): no batch may leave on a deadline counted from a base time of 0.
+/// Once it plays, with the only live source stalled and the other source's frames all queued,
+/// only its own state change wakes the aggregator's thread: the batches must still leave.
+#[test]
+fn a_live_deadline_counts_from_playing_and_a_stalled_start_still_leaves() {
+    init();
+    let p = gst::parse::launch(&format!(
+        "edgefirsttensorbatch name=b {MODEL} latency=100000000 ! appsink name=sink sync=false \
+         videotestsrc num-buffers=3 ! video/x-raw,format=RGB,width=64,height=48,framerate=30/1 ! b.sink_0 \
+         appsrc is-live=true min-latency=0 format=time caps=video/x-raw,format=RGB,width=32,height=24,framerate=30/1 ! b.sink_1"
+    ))
+    .unwrap();
+    let bin = p.downcast_ref::<gst::Bin>().unwrap();
+    let sink = bin.by_name("sink").unwrap().downcast::<gst_app::AppSink>().unwrap();
+    let b = bin.by_name("b").unwrap();
+    b.set_state(gst::State::Paused).unwrap();
+    b.set_locked_state(true);
+    p.set_state(gst::State::Playing).unwrap();
+    let early = sink.try_pull_sample(gst::ClockTime::from_mseconds(500));
+    assert!(early.is_none(), "a batch left while the element was PAUSED");
+    b.set_base_time(p.base_time().unwrap());
+    b.set_locked_state(false);
+    b.sync_state_with_parent().unwrap();
+    for k in 0..3 {
+        let s = sink
+            .try_pull_sample(gst::ClockTime::from_seconds(5))
+            .unwrap_or_else(|| panic!("batch {k} never left: nothing woke the element once PLAYING"));
+        let info = *s.buffer().unwrap().meta::<BatchMeta>().unwrap().info();
+        assert_eq!((info.slots()[0].flags, info.slots()[1].flags), (0, SLOT_FILLED), "batch {k}");
+    }
+    p.set_state(gst::State::Null).unwrap();
+}
+
 /// Kernel lane (a DMA heap): the batch is one DMA-BUF from the edgefirst pool. On a host without
 /// a heap the pool's memfd stands in, and the same single-memory check holds.
 #[test]

@@ -14,6 +14,7 @@ use gst::subclass::prelude::*;
 use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -89,6 +90,11 @@ struct State {
 pub struct EdgeFirstTensorBatch {
     settings: Mutex<BatchSettings>,
     state: Mutex<State>,
+    /// True from PAUSED -> PLAYING (the base time given) to PLAYING -> PAUSED. The base class's live
+    /// deadline is base time + next_time + latency; before PLAYING the base time is still 0 (or a
+    /// past run's), the deadline lies in the past, and the first batch left without the live
+    /// source (seen under load: 1 run in 120, a clock wait to 0:00:02.03 against 3:05:27).
+    playing: AtomicBool,
 }
 
 /// `sink_%u` → its index.
@@ -297,6 +303,25 @@ impl ElementImpl for EdgeFirstTensorBatch {
         Some(&*META)
     }
 
+    fn change_state(
+        &self,
+        transition: gst::StateChange,
+    ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
+        // Set before the base class's own PAUSED -> PLAYING, which wakes its thread: set after,
+        // the thread could read none again and wait with nothing left to wake it (a stalled
+        // live source, the other pads' queues full). The bin gives the base time before this.
+        match transition {
+            gst::StateChange::PausedToPlaying => self.playing.store(true, Ordering::SeqCst),
+            gst::StateChange::PlayingToPaused => self.playing.store(false, Ordering::SeqCst),
+            _ => {}
+        }
+        let result = self.parent_change_state(transition);
+        if result.is_err() && transition == gst::StateChange::PausedToPlaying {
+            self.playing.store(false, Ordering::SeqCst);
+        }
+        result
+    }
+
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
             let sink = crate::video::input_caps();
@@ -367,6 +392,9 @@ impl AggregatorImpl for EdgeFirstTensorBatch {
     }
 
     fn next_time(&self) -> Option<gst::ClockTime> {
+        if !self.playing.load(Ordering::SeqCst) {
+            return None;
+        }
         Some(self.state.lock().unwrap().next.unwrap_or(gst::ClockTime::ZERO))
     }
 
