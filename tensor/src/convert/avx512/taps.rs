@@ -270,33 +270,44 @@ unsafe fn whole_to<const BYTES: bool>(
         "loads stay inside the rows"
     );
     let members = out[0].iter().take_while(|p| !p.is_null()).count();
+    // Plans without tied blocks run without the test per block: with it, inside the pairs' loop,
+    // 1080p NV12 (no ties) took 0.38 → 0.45 ms (8 rotating frames, best of 10 alternations).
+    let tie = plan.tie.iter().any(|&t| t);
     macro_rules! by_rows {
-        ($narrow:expr, $m:expr) => {
+        ($narrow:expr, $m:expr, $tie:expr) => {
             match rows.len() {
-                1 => whole_blocks::<$narrow, $m, 1, BYTES>(rows, plan, out, ahead),
-                2 => whole_blocks::<$narrow, $m, 2, BYTES>(rows, plan, out, ahead),
-                _ => whole_blocks::<$narrow, $m, 3, BYTES>(rows, plan, out, ahead),
+                1 => whole_blocks::<$narrow, $m, 1, BYTES, $tie>(rows, plan, out, ahead),
+                2 => whole_blocks::<$narrow, $m, 2, BYTES, $tie>(rows, plan, out, ahead),
+                _ => whole_blocks::<$narrow, $m, 3, BYTES, $tie>(rows, plan, out, ahead),
             }
         };
     }
     macro_rules! go {
-        ($narrow:expr) => {
+        ($narrow:expr, $tie:expr) => {
             match members {
-                1 => by_rows!($narrow, 1),
-                2 => by_rows!($narrow, 2),
-                3 => by_rows!($narrow, 3),
-                _ => by_rows!($narrow, 4),
+                1 => by_rows!($narrow, 1, $tie),
+                2 => by_rows!($narrow, 2, $tie),
+                3 => by_rows!($narrow, 3, $tie),
+                _ => by_rows!($narrow, 4, $tie),
             }
         };
     }
-    match plan.narrow {
-        true => go!(true),
-        false => go!(false),
+    match (plan.narrow, tie) {
+        (true, false) => go!(true, false),
+        (false, false) => go!(false, false),
+        (true, true) => go!(true, true),
+        (false, true) => go!(false, true),
     }
 }
 
 #[inline(always)]
-unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize, const BYTES: bool>(
+unsafe fn whole_blocks<
+    const NARROW: bool,
+    const M: usize,
+    const R: usize,
+    const BYTES: bool,
+    const TIE: bool,
+>(
     rows: &[&[u8]],
     plan: &Whole,
     out: &[[*mut f32; 4]],
@@ -305,8 +316,11 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize, const
     assert!(rows.len() >= R && out.len() >= R && (1..=3).contains(&R));
     let pairs = plan.pairs;
     let blocks = plan.targets.len().min(plan.bases.len()).min(plan.whole.len());
-    assert!(plan.ctl.len() >= blocks * pairs && plan.k.len() >= blocks * pairs);
+    assert!(
+        plan.ctl.len() >= blocks * pairs && plan.k.len() >= blocks * pairs && plan.n.len() >= blocks * pairs
+    );
     assert!(plan.d.len() >= blocks && plan.mul.len() >= blocks && plan.shift.len() >= blocks);
+    assert!(plan.tie.len() >= blocks);
     let row: [*const u8; R] = std::array::from_fn(|i| rows[i].as_ptr());
     for b in 0..blocks {
         let base = *plan.bases.get_unchecked(b) as usize;
@@ -324,8 +338,11 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize, const
                 false => _mm512_loadu_si512(row[i].add(base + 64) as *const _),
             });
             let d = _mm512_load_si512(plan.d.as_ptr().add(b) as *const _);
-            // Sums from `D` over twice the weights are `2S + D` (`Whole::k`).
+            // Sums from `D` over twice the weights are `2S + D` (`Whole::k`); with ties, the
+            // remainders' sums beside them (`Whole::n`).
+            let tie = TIE && *plan.tie.get_unchecked(b);
             let mut s = [d; R];
+            let mut e = [_mm512_setzero_si512(); R];
             for p in 0..pairs {
                 let at = b * pairs + p;
                 let ctl = _mm512_load_si512(plan.ctl.as_ptr().add(at) as *const _);
@@ -336,13 +353,24 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize, const
                         false => _mm512_permutex2var_epi8(a[i], ctl, c[i]),
                     };
                     s[i] = _mm512_add_epi16(s[i], _mm512_maddubs_epi16(t, k));
+                    if tie {
+                        let n = _mm512_load_si512(plan.n.as_ptr().add(at) as *const _);
+                        e[i] = _mm512_add_epi16(e[i], _mm512_maddubs_epi16(t, n));
+                    }
                 }
             }
             let mul = _mm512_load_si512(plan.mul.as_ptr().add(b) as *const _);
             let shift = _mm512_load_si512(plan.shift.as_ptr().add(b) as *const _);
             for i in 0..R {
                 // 2S + D < 2^16 (`WHOLE_MAX`), then ⌊· / 2D⌋.
-                let q = _mm512_srlv_epi16(_mm512_mulhi_epu16(s[i], mul), shift);
+                let mut q = _mm512_srlv_epi16(_mm512_mulhi_epu16(s[i], mul), shift);
+                if tie {
+                    // A tie (2S + D = 2D·q) with a negative remainder sum is PIL's q − 1.
+                    let twice = _mm512_add_epi16(d, d);
+                    let even = _mm512_cmpeq_epi16_mask(_mm512_mullo_epi16(q, twice), s[i]);
+                    let below = _mm512_mask_cmplt_epi16_mask(even, e[i], _mm512_setzero_si512());
+                    q = _mm512_mask_sub_epi16(q, below, q, _mm512_set1_epi16(1));
+                }
                 if BYTES {
                     // 32 bytes, the lanes' eight each in order: stored by the same rule.
                     let v = _mm512_cvtepi16_epi8(q);

@@ -504,3 +504,5 @@ pub(super) use group_dispatch;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod whole_tests;

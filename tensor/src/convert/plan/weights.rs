@@ -350,6 +350,29 @@ pub(in crate::convert) fn pil_whole(wi: &[i32]) -> Option<(u8, Vec<i16>)> {
     })
 }
 
+/// One output's whole weights: `D`, the `k_j` and the remainders `n_j` (`pil_tied`).
+pub(in crate::convert) type Tied = (u8, Vec<i16>, Vec<i8>);
+
+/// PIL's weights `wi` of one output that `pil_whole` does not take, as whole `k_j / D` with an
+/// even `D` that is not exact, and the remainders `n_j = D · wi_j − 2^22 k_j` (`|n_j| ≤ D / 2`):
+/// then `Σ wi_j b_j = (2^22 S + N) / D` with `N = Σ n_j b_j`, and PIL's byte is `⌊(2S + D) / 2D +
+/// N / (2^22 D)⌋`. The second term is under `taps · 255 / 2^23`, less than the `1/D` that `t = 2S
+/// + D` (even) keeps from a whole multiple of `2D` unless it is one; there the byte is `t / 2D`,
+/// less one where `N < 0`. The 1.25× triangle (900p chroma → 640) is 7, 5 over 12 on every
+/// other pair of outputs, with `n` −4, 4: those outputs are whole only this way. `N` is summed in
+/// an i16 (`Σ |n_j| · 255` fits).
+pub(in crate::convert) fn pil_tied(wi: &[i32]) -> Option<Tied> {
+    let unit = PIL_STEPS as i64;
+    (2..=WHOLE_MAX).step_by(2).find_map(|d| {
+        let k: Vec<i16> = wi.iter().map(|&w| (w as f64 * d as f64 / PIL_STEPS).round() as i16).collect();
+        let n: Vec<i64> = wi.iter().zip(&k).map(|(&w, &k)| d as i64 * w as i64 - unit * k as i64).collect();
+        let close = k.iter().zip(&n).all(|(&k, &n)| k >= 0 && 2 * n.abs() <= d as i64);
+        let sum: i32 = k.iter().map(|&k| k as i32).sum();
+        let fits = n.iter().map(|n| n.abs()).sum::<i64>() * 255 <= i16::MAX as i64;
+        (close && sum == d as i32 && fits).then(|| (d, k, n.iter().map(|&n| n as i8).collect()))
+    })
+}
+
 /// A multi-tap filter's plan: per axis (luma, chroma) the columns' and rows' taps.
 #[derive(Debug, Clone)]
 pub(in crate::convert) struct MultiTap {

@@ -6,9 +6,12 @@
 //! `S` becomes PIL's byte `⌊(2S + D) / 2D⌋` by a multiply-high and a shift per lane, checked here
 //! for every sum it can meet. A block with an output whose weights are not whole (taps dropped
 //! at an edge, renormalized to an even `D`) is made by the 2^-22 blocks that cover the same
-//! outputs (`rest`).
+//! outputs (`rest`). Outputs whose whole weights have an even `D` that is not exact
+//! (`weights::pil_tied`) carry a second set of signed-byte weights, summed by a second
+//! `pmaddubsw` in the blocks that have them, whose sign decides the ties.
 
 use super::taps::IDLE;
+use super::weights::{pil_tied, Tied};
 use super::{Aligned64, Taps};
 use std::collections::HashMap;
 
@@ -35,6 +38,12 @@ pub(in crate::convert) struct Whole {
     /// (best of 6) 0.569 → 0.548.
     pub(in crate::convert) ctl: Vec<Aligned64<[u8; 64]>>,
     pub(in crate::convert) k: Vec<Aligned64<[i8; 64]>>,
+    /// Per block: whether an output's weights are tied (`weights::pil_tied`); `[block][pair]`,
+    /// where one is, the remainders `n` at the places of `k` (0 for the other outputs): a lane
+    /// whose `2S + D` is a whole multiple of `2D` and whose `Σ n · b` is negative takes one less.
+    /// 900p → 640 NV12 `bilinear-antialias` made its chroma in the 2^-22 blocks without them.
+    pub(in crate::convert) tie: Vec<bool>,
+    pub(in crate::convert) n: Vec<Aligned64<[i8; 64]>>,
     /// `[block]`, per lane: `D`, and the multiplier and shift that make `⌊t / 2D⌋` of `t = 2S + D`.
     pub(in crate::convert) d: Vec<Aligned64<[u16; 32]>>,
     pub(in crate::convert) mul: Vec<Aligned64<[u16; 32]>>,
@@ -73,7 +82,18 @@ impl Whole {
         row_len: usize,
     ) -> Option<Whole> {
         let (members, taps, pairs) = (offsets.len(), t.taps, t.taps.div_ceil(2));
-        if t.d.is_empty() || members > 4 || !t.d.iter().any(|&d| d != 0) {
+        if t.d.is_empty() || members > 4 {
+            return None;
+        }
+        // Each output's `D`, weights and remainders: `Taps::d` and `k` where PIL's weights have
+        // them (no remainders needed), else the tied ones where those exist.
+        let outs: Vec<Option<Tied>> = (0..t.d.len())
+            .map(|x| match t.d[x] {
+                0 => pil_tied(&t.wi[x * taps..][..taps]),
+                d => Some((d, t.k[x * taps..][..taps].to_vec(), vec![0; taps])),
+            })
+            .collect();
+        if outs.iter().all(Option::is_none) {
             return None;
         }
         let per = 4 / members;
@@ -114,6 +134,8 @@ impl Whole {
             whole: Vec::with_capacity(blocks),
             ctl: Vec::with_capacity(blocks * pairs),
             k: Vec::with_capacity(blocks * pairs),
+            tie: Vec::with_capacity(blocks),
+            n: Vec::with_capacity(blocks * pairs),
             d: Vec::with_capacity(blocks),
             mul: Vec::with_capacity(blocks),
             shift: Vec::with_capacity(blocks),
@@ -130,12 +152,15 @@ impl Whole {
             // Whole where every live output is, with a divider for its `D` (all up to 92 have
             // one; a few larger ones, 93, 107, ..., 127, do not in 16 bits).
             let mut divide = |dx: u8| *dividers.entry(dx).or_insert_with(|| divider(dx as u16));
-            let whole = lanes().all(|(l, i)| t.d[x(l, i)] != 0 && divide(t.d[x(l, i)]).is_some());
+            let of = |l: usize, i: usize| outs[x(l, i)].as_ref();
+            let whole = lanes().all(|(l, i)| of(l, i).is_some_and(|o| divide(o.0).is_some()));
             plan.whole.push(whole);
+            let tie = whole && lanes().any(|(l, i)| of(l, i).is_some_and(|o| o.2.iter().any(|&n| n != 0)));
+            plan.tie.push(tie);
             let (mut d, mut mul, mut shift) = ([1u16; 32], [0u16; 32], [0u16; 32]);
             if whole {
                 for (l, i) in lanes() {
-                    let dx = t.d[x(l, i)];
+                    let dx = of(l, i)?.0;
                     let (m, s) = divide(dx)?;
                     (d[8 * l + i], mul[8 * l + i], shift[8 * l + i]) = (dx as u16, m, s);
                 }
@@ -144,18 +169,21 @@ impl Whole {
             plan.mul.push(Aligned64(mul));
             plan.shift.push(Aligned64(shift));
             for p in 0..pairs {
-                let (mut ctl, mut k) = ([0u8; 64], [0i8; 64]);
+                let (mut ctl, mut k, mut n) = ([0u8; 64], [0i8; 64], [0i8; 64]);
                 if whole {
                     for (l, i) in lanes() {
                         let w = 16 * l + 2 * i;
                         ctl[w] = (tap(target[l], i, 2 * p) - start) as u8;
                         ctl[w + 1] = (tap(target[l], i, 2 * p + 1) - start) as u8;
+                        let (_, kx, nx) = of(l, i)?;
                         // Twice the weights: sums started at `D` are `2S + D` (see `k`).
                         let weight = |j: usize| match j < taps {
-                            true => i8::try_from(2 * t.k[x(l, i) * taps + j]).ok(),
+                            true => i8::try_from(2 * kx[j]).ok(),
                             false => Some(0),
                         };
                         (k[w], k[w + 1]) = (weight(2 * p)?, weight(2 * p + 1)?);
+                        let rem = |j: usize| if j < taps { nx[j] } else { 0 };
+                        (n[w], n[w + 1]) = (rem(2 * p), rem(2 * p + 1));
                         if 255 * (k[w] as i32 + k[w + 1] as i32) > i16::MAX as i32 {
                             return None;
                         }
@@ -163,6 +191,7 @@ impl Whole {
                 }
                 plan.ctl.push(Aligned64(ctl));
                 plan.k.push(Aligned64(k));
+                plan.n.push(Aligned64(n));
             }
         }
         // A block that is not whole covers the outputs of blocks 2b and 2b + 1 of the 2^-22

@@ -1,0 +1,225 @@
+//! Host tests of the whole-weight plans: PIL's weights as whole `k / D` (`weights::pil_whole`,
+//! `weights::pil_tied`) and the AVX-512 blocks over them (`whole::Whole`), run in scalar.
+use super::*;
+
+/// PIL's weights taken as whole `k / D` (`weights::pil_whole`) give PIL's byte for any bytes: on
+/// the triangle and PIL's bicubic at 1.5× to 4× and odd ratios, chroma grids shifted by the
+/// sitings, random rows and the extremes, `⌊(2S + D) / 2D⌋` equals PIL's `⌊(Σ wi·b + 2^21) /
+/// 2^22⌋` clamped; the 3× triangle's inner outputs are 1, 2, 3, 2, 1 over 9; and `divider`'s
+/// multiply-high and shift divide every `2S + D` a block can make, for every `D`. Outputs
+/// `pil_whole` leaves give PIL's byte through `weights::pil_tied` where that takes them: `⌊(2S +
+/// D) / 2D⌋`, one less on a tie whose `Σ n·b` is negative; 1.25×'s (900p chroma) are 7, 5 over
+/// 12 with remainders −4, 4.
+#[test]
+fn pil_whole_weights_give_pils_bytes() {
+    use super::weights::{pil_tied, pil_whole, WHOLE_MAX};
+    use super::whole::divider;
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut whole, mut checked, mut tied, mut ties) = (0, 0, 0, 0);
+    for interp in [Interpolation::BilinearAntialias, Interpolation::Bicubic] {
+        let f = Filter::of(interp, true).unwrap();
+        for (n, len, div, shift) in [
+            (640, 1920, 1, 0.0),
+            (640, 1920, 2, 0.0),
+            (640, 1920, 2, 0.25),
+            (640, 1600, 1, 0.0),
+            (100, 400, 1, 0.0),
+            (300, 700, 1, 0.0),
+            (320, 480, 2, -0.25),
+            (640, 1600, 2, 0.0),
+            (640, 1600, 2, 0.25),
+            (700, 1000, 1, 0.0),
+        ] {
+            let t = multi_axis(n, 0, len, div, 0, len / div - 1, f, shift);
+            for i in 0..n {
+                let wi = &t.wi[i * t.taps..][..t.taps];
+                let (d, k, rem) = match pil_whole(wi) {
+                    Some((d, k)) => {
+                        assert_eq!(t.d[i], d);
+                        assert_eq!(&t.k[i * t.taps..][..t.taps], &k[..]);
+                        whole += 1;
+                        (d, k, vec![0i8; t.taps])
+                    }
+                    None => {
+                        assert_eq!(t.d[i], 0);
+                        let Some((d, k, rem)) = pil_tied(wi) else { continue };
+                        assert!(d % 2 == 0 && rem.iter().any(|&r| r != 0), "{len}->{n} output {i}");
+                        tied += 1;
+                        (d, k, rem)
+                    }
+                };
+                for round in 0..64 {
+                    let b: Vec<i64> = (0..t.taps)
+                        .map(|j| match round {
+                            0 => 0,
+                            1 => 255,
+                            2 => 255 * (j as i64 % 2),
+                            _ => (next() % 256) as i64,
+                        })
+                        .collect();
+                    let pil = (wi.iter().zip(&b).map(|(&w, &b)| w as i64 * b).sum::<i64>() + (1 << 21)) >> 22;
+                    let s: i64 = k.iter().zip(&b).map(|(&k, &b)| k as i64 * b).sum();
+                    let e: i64 = rem.iter().zip(&b).map(|(&r, &b)| r as i64 * b).sum();
+                    let (t2, dd) = (2 * s + d as i64, 2 * d as i64);
+                    let tie = t2 % dd == 0 && e < 0;
+                    ties += tie as usize;
+                    assert_eq!(pil.clamp(0, 255), t2 / dd - tie as i64, "{interp:?} {len}->{n} output {i}");
+                    checked += 1;
+                }
+            }
+        }
+        if interp == Interpolation::BilinearAntialias {
+            let t = multi_axis(640, 0, 1920, 1, 0, 1919, f, 0.0);
+            assert_eq!((t.d[5], &t.k[5 * t.taps..][..5]), (9, &[1i16, 2, 3, 2, 1][..]));
+        }
+    }
+    assert!(whole > 2000 && checked > 100_000, "{whole} whole outputs, {checked} sums");
+    assert!(tied > 300 && ties > 100, "{tied} tied outputs, {ties} ties");
+    let f = Filter::of(Interpolation::BilinearAntialias, true).unwrap();
+    let t = multi_axis(640, 0, 1600, 2, 0, 799, f, 0.0);
+    let wi = &t.wi[5 * t.taps..][..t.taps];
+    assert_eq!(pil_tied(&wi[..2]), Some((12, vec![7, 5], vec![-4, 4])), "{wi:?}");
+    // 16 bits divide every D up to 92 (a few larger ones have no such multiplier: their blocks
+    // take the scalar sums).
+    for d in 1..=WHOLE_MAX as u16 {
+        assert_eq!(divider(d).is_some(), d <= 92 || ![93, 107, 115, 119, 123, 125, 127].contains(&d), "{d}");
+    }
+}
+
+/// The whole-weight blocks (`whole::Whole`) run in scalar as the AVX-512 kernel runs them: the
+/// controls pick bytes from each block's window, the signed-byte weights multiply them in pairs,
+/// `2S + D` goes through the lane's multiply-high and shift, and in blocks with tied weights
+/// (`weights::pil_tied`: 900p NV12's chroma at 1.25×, 2.5×'s edges) a tie with a negative
+/// remainder sum takes one less; every whole block's output is PIL's byte, on random rows too,
+/// the lanes follow the kernel's store rule, and a block that is not whole (here an output made
+/// neither whole nor tied) names the two 2^-22 blocks of its outputs.
+#[test]
+#[allow(clippy::needless_range_loop)]
+fn whole_blocks_give_pils_bytes() {
+    use crate::preprocess::Interpolation as I;
+    let (mut checked, mut rest, mut ties) = (0, 0, 0);
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for format in [PixelFormat::Nv12, PixelFormat::Rgba, PixelFormat::Rgb, PixelFormat::Gray8] {
+        let (_, comps) = components(format).unwrap();
+        for (w, n) in [(1920, 640), (1600, 640), (960, 320), (1000, 333), (1000, 700)] {
+            let filter = Filter::of(I::BilinearAntialias, true).unwrap();
+            let div = if format == PixelFormat::Nv12 { 2 } else { 1 };
+            let mut cols = [
+                multi_axis(n, 0, w, 1, 0, w - 1, filter, 0.0),
+                multi_axis(n, 0, w, div, 0, w / div - 1, filter, 0.0),
+            ];
+            if w == 1000 && n == 700 {
+                // Output 37's weights moved off every whole `k / D`, as PIL's float weights can be.
+                for t in &mut cols {
+                    let at = 37 * t.taps;
+                    let (a, b) = (t.wi[at], t.wi[at + 1]);
+                    assert!(a > 1000 && b > 1000);
+                    (t.wi[at], t.wi[at + 1], t.d[37]) = (a + 777, b - 777, 0);
+                }
+            }
+            let row_len: [usize; 3] = std::array::from_fn(|p| match p < format.num_planes() {
+                true => format.plane_sampling(p, 1).row_bytes(w),
+                false => 0,
+            });
+            let plan = MultiTap::new(cols.clone(), cols.clone(), &comps, row_len, true);
+            for g in &plan.groups {
+                let Some(wb) = &g.whole else { continue };
+                let lead = comps[g.members[0]];
+                let t = &cols[usize::from(lead.chroma)];
+                let window = if wb.narrow { 64 } else { 128 };
+                assert!(wb.reach <= row_len[lead.plane]);
+                // The blocks that are not whole: the 2^-22 plan's blocks 2b and 2b + 1 make the
+                // same outputs.
+                let outputs = |targets: &[u32], per: usize| {
+                    let mut v: Vec<(u32, u32)> = targets
+                        .iter()
+                        .filter(|&&l| l != taps::IDLE)
+                        .flat_map(|&l| (0..per as u32).map(move |i| (l >> 24, (l & 0xff_ffff) + i)))
+                        .collect();
+                    v.sort();
+                    v
+                };
+                let b16 = g.b16.as_ref().unwrap();
+                for b in (0..wb.targets.len()).filter(|&b| !wb.whole[b]) {
+                    assert!(wb.rest.contains(&(2 * b as u32)) && wb.rest.contains(&(2 * b as u32 + 1)));
+                    let pair: Vec<u32> = [2 * b, 2 * b + 1].iter().flat_map(|&r| b16.targets[r]).collect();
+                    assert_eq!(
+                        outputs(&wb.targets[b], 8),
+                        outputs(&pair, 4),
+                        "{format:?} {w}->{n} block {b}"
+                    );
+                    rest += 1;
+                }
+                for (round, b, targets) in (0..4).flat_map(|r| {
+                    wb.targets.iter().enumerate().filter(|&(b, _)| wb.whole[b]).map(move |(b, t)| (r, b, t))
+                }) {
+                    let row: Vec<u8> = (0..row_len[lead.plane])
+                        .map(|i| if round == 0 { (i * 97 % 253) as u8 } else { next() as u8 })
+                        .collect();
+                    let win = &row[wb.bases[b] as usize..][..window];
+                    for l in 0..4 {
+                        let mm = g.members.len();
+                        let rule = match mm {
+                            1 => Some((0, 32 * b + 8 * l)),
+                            2 => Some((l / 2, 16 * b + 8 * (l % 2))),
+                            _ => (l < mm).then_some((l, 8 * b)),
+                        };
+                        let got = (targets[l] != taps::IDLE)
+                            .then(|| ((targets[l] >> 24) as usize, (targets[l] & 0xff_ffff) as usize));
+                        assert_eq!(got, rule, "{format:?} {w}->{n} block {b} lane {l}");
+                        let Some((m, x0)) = got else { continue };
+                        for i in 0..8 {
+                            let lane = 8 * l + i;
+                            let (mut s, mut e) = (0i32, 0i32);
+                            for p in 0..wb.pairs {
+                                let at = b * wb.pairs + p;
+                                let (c, k, nn) = (&wb.ctl[at].0, &wb.k[at].0, &wb.n[at].0);
+                                let (x0, x1) =
+                                    (win[c[2 * lane] as usize] as i32, win[c[2 * lane + 1] as usize] as i32);
+                                s += x0 * k[2 * lane] as i32 + x1 * k[2 * lane + 1] as i32;
+                                e += x0 * nn[2 * lane] as i32 + x1 * nn[2 * lane + 1] as i32;
+                            }
+                            // Twice the weights (`Whole::k`): the sum from `D` is `2S + D`.
+                            let d = wb.d[b].0[lane] as u32;
+                            let tt = (s + d as i32) as u32;
+                            let mut q = (tt * wb.mul[b].0[lane] as u32) >> 16 >> wb.shift[b].0[lane];
+                            assert!(wb.tie[b] || e == 0, "remainders only in tied blocks");
+                            assert!(e.abs() <= i16::MAX as i32, "the remainders' sum fits the kernel's i16");
+                            if q * 2 * d == tt && e < 0 {
+                                q -= 1;
+                                ties += 1;
+                            }
+                            let x = x0 + i;
+                            let k = g.members[m];
+                            let pil: i64 = (0..t.taps)
+                                .map(|j| {
+                                    t.wi[x * t.taps + j] as i64
+                                        * row[plan.base[k][x] as usize + comps[k].step * j] as i64
+                                })
+                                .sum::<i64>();
+                            let pil = ((pil + (1 << 21)) >> 22).clamp(0, 255);
+                            assert_eq!(q as i64, pil, "{format:?} {w}->{n} block {b} lane {l} output {x}");
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        checked > 10_000 && rest > 0 && ties > 40,
+        "{checked} outputs, {rest} blocks not whole, {ties} ties"
+    );
+}
