@@ -38,11 +38,13 @@ pub(in crate::convert) struct Whole {
     /// (best of 6) 0.569 → 0.548.
     pub(in crate::convert) ctl: Vec<Aligned64<[u8; 64]>>,
     pub(in crate::convert) k: Vec<Aligned64<[i8; 64]>>,
-    /// Per block: whether an output's weights are tied (`weights::pil_tied`); `[block][pair]`,
-    /// where one is, the remainders `n` at the places of `k` (0 for the other outputs): a lane
-    /// whose `2S + D` is a whole multiple of `2D` and whose `Σ n · b` is negative takes one less.
-    /// 900p → 640 NV12 `bilinear-antialias` made its chroma in the 2^-22 blocks without them.
-    pub(in crate::convert) tie: Vec<bool>,
+    /// The whole blocks with an output whose weights are tied (`weights::pil_tied`), and per
+    /// block whether it is whole and not tied; `[block][pair]` the remainders `n` at the places
+    /// of `k` (0 for the other outputs): a lane whose `2S + D` is a whole multiple of `2D` and
+    /// whose `Σ n · b` is negative takes one less. 900p → 640 NV12 `bilinear-antialias` made its
+    /// chroma in the 2^-22 blocks without them.
+    pub(in crate::convert) tied: Vec<u32>,
+    pub(in crate::convert) plain: Vec<bool>,
     pub(in crate::convert) n: Vec<Aligned64<[i8; 64]>>,
     /// `[block]`, per lane: `D`, and the multiplier and shift that make `⌊t / 2D⌋` of `t = 2S + D`.
     pub(in crate::convert) d: Vec<Aligned64<[u16; 32]>>,
@@ -134,7 +136,8 @@ impl Whole {
             whole: Vec::with_capacity(blocks),
             ctl: Vec::with_capacity(blocks * pairs),
             k: Vec::with_capacity(blocks * pairs),
-            tie: Vec::with_capacity(blocks),
+            tied: Vec::new(),
+            plain: Vec::with_capacity(blocks),
             n: Vec::with_capacity(blocks * pairs),
             d: Vec::with_capacity(blocks),
             mul: Vec::with_capacity(blocks),
@@ -156,7 +159,10 @@ impl Whole {
             let whole = lanes().all(|(l, i)| of(l, i).is_some_and(|o| divide(o.0).is_some()));
             plan.whole.push(whole);
             let tie = whole && lanes().any(|(l, i)| of(l, i).is_some_and(|o| o.2.iter().any(|&n| n != 0)));
-            plan.tie.push(tie);
+            if tie {
+                plan.tied.push(b as u32);
+            }
+            plan.plain.push(whole && !tie);
             let (mut d, mut mul, mut shift) = ([1u16; 32], [0u16; 32], [0u16; 32]);
             if whole {
                 for (l, i) in lanes() {

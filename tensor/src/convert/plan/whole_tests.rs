@@ -195,7 +195,11 @@ fn whole_blocks_give_pils_bytes() {
                             let d = wb.d[b].0[lane] as u32;
                             let tt = (s + d as i32) as u32;
                             let mut q = (tt * wb.mul[b].0[lane] as u32) >> 16 >> wb.shift[b].0[lane];
-                            assert!(wb.tie[b] || e == 0, "remainders only in tied blocks");
+                            assert!(wb.tied.contains(&(b as u32)) != wb.plain[b], "tied or plain");
+                            assert!(
+                                wb.tied.contains(&(b as u32)) || e == 0,
+                                "remainders only in tied blocks"
+                            );
                             assert!(e.abs() <= i16::MAX as i32, "the remainders' sum fits the kernel's i16");
                             if q * 2 * d == tt && e < 0 {
                                 q -= 1;
