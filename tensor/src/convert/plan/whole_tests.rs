@@ -2,6 +2,16 @@
 //! `weights::pil_tied`) and the AVX-512 blocks over them (`whole::Whole`), run in scalar.
 use super::*;
 
+/// A xorshift64 stream from `state` (the tests' random rows).
+fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 /// PIL's weights taken as whole `k / D` (`weights::pil_whole`) give PIL's byte for any bytes: on
 /// the triangle and PIL's bicubic at 1.5× to 4× and odd ratios, chroma grids shifted by the
 /// sitings, random rows and the extremes, `⌊(2S + D) / 2D⌋` equals PIL's `⌊(Σ wi·b + 2^21) /
@@ -14,13 +24,7 @@ use super::*;
 fn pil_whole_weights_give_pils_bytes() {
     use super::weights::{pil_tied, pil_whole, WHOLE_MAX};
     use super::whole::divider;
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
     let (mut whole, mut checked, mut tied, mut ties) = (0, 0, 0, 0);
     for interp in [Interpolation::BilinearAntialias, Interpolation::Bicubic] {
         let f = Filter::of(interp, true).unwrap();
@@ -104,13 +108,7 @@ fn pil_whole_weights_give_pils_bytes() {
 fn whole_blocks_give_pils_bytes() {
     use crate::preprocess::Interpolation as I;
     let (mut checked, mut rest, mut ties) = (0, 0, 0);
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
     for format in [PixelFormat::Nv12, PixelFormat::Rgba, PixelFormat::Rgb, PixelFormat::Gray8] {
         let (_, comps) = components(format).unwrap();
         for (w, n) in [(1920, 640), (1600, 640), (960, 320), (1000, 333), (1000, 700)] {
