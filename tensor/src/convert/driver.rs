@@ -368,6 +368,10 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                         false => avx2::box_sums(b, stride, first, k, span, sums, ahead),
                     }
                 };
+                // (Only packed groups split their sums, and only AVX-512 plans them.)
+                let vsplit = |b: &[u8], stride, first, k: &[i16], span, [e, o]: [&mut [u16]; 2], ahead| {
+                    wide && unsafe { avx512::box_sums_split(b, stride, first, k, span, e, o, ahead) }
+                };
                 let pack = |v: &[u16], from, out: &mut [u16]| unsafe { avx512::pack_words(v, from, out) };
                 let blocks = |plan: Across<'_>, sums: &[u16], inv, out, ahead| unsafe {
                     match (plan, wide) {
@@ -388,6 +392,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                     &mut s.comps,
                     plan_of,
                     vsum,
+                    vsplit,
                     pack,
                     blocks,
                 );
@@ -400,7 +405,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 let vsum = |b: &[u8], stride, first, k: &[i16], span, sums: &mut [u16], ahead| unsafe {
                     neon::box_sums(b, stride, first, k, span, sums, ahead)
                 };
-                // (Only packed groups call it; NEON plans none.)
+                // (Only packed groups call them; NEON plans none.)
+                let vsplit = |_: &[u8], _, _, _: &[i16], _, _: [&mut [u16]; 2], _| false;
                 let pack = |_: &[u16], _, _: &mut [u16]| {};
                 let blocks = |plan: &_, sums: &[u16], inv, out, ahead| unsafe {
                     neon::box_blocks(sums, plan, inv, out, ahead)
@@ -416,6 +422,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                     &mut s.comps,
                     rows_first_w8,
                     vsum,
+                    vsplit,
                     pack,
                     blocks,
                 );

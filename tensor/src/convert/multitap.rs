@@ -151,8 +151,9 @@ pub(super) fn pil8_row(
     (groups, made)
 }
 
-/// Whose sums a buffer holds: plane, row weights, first row, span.
-type SumsOf<'a> = (usize, &'a [i16], usize, (usize, usize));
+/// Whose sums a buffer holds: plane, row weights, first row, span, and whether they were split
+/// into the even and odd samples' (`box_row`'s `vsplit`).
+type SumsOf<'a> = (usize, &'a [i16], usize, (usize, usize), bool);
 
 /// Output rows ahead whose source rows the multi-tap kernels ask for (`ahead_bytes`, and the
 /// driver's `prefetch_multi` for the loops).
@@ -216,7 +217,11 @@ pub(super) const TRICKLE_FROM: usize = 10 << 10;
 /// Output row `cy` of the groups of an exact box that have rows-first blocks at the level
 /// (`plan_of(g)`: `TapGroup::w16` or its packed form at AVX-512, `pw8` or `w8` at AVX2; see
 /// `plan::EXACT_MAX`): per group, `sums(bytes, stride, first, k_y, (lo, hi), sums, ahead)` makes
-/// the vertical sums `Σ k_y b` of the samples its taps read (asking for the lines `ahead` on),
+/// the vertical sums `Σ k_y b` of the samples its taps read (asking for the lines `ahead` on);
+/// where every group of the plane is packed from its first or second byte (YUY2, UYVY),
+/// `vsplit(.., [even, odd], ahead)` makes them instead, split into the even and odd samples'
+/// sums as the packed groups read them (false: it has none for these rows, and `sums` and
+/// `pack(sums, from, out)` make them);
 /// `blocks(g, sums, inv, out, ahead)` filters them across (whole blocks; it says how many outputs;
 /// asking for the lines `ahead` through its blocks, `ahead_rows`, where `box_asks(.., ask_from)`), and
 /// the loop here does the rest, each output
@@ -236,12 +241,16 @@ pub(super) fn box_row<'m, P: Copy>(
     out: &mut [Lines<f32>; 4],
     plan_of: impl Fn(&'m TapGroup) -> Option<(P, Option<&'m Compact>)>,
     mut vsum: impl FnMut(&[u8], usize, usize, &[i16], (usize, usize), &mut [u16], usize),
+    mut vsplit: impl FnMut(&[u8], usize, usize, &[i16], (usize, usize), [&mut [u16]; 2], usize) -> bool,
     mut pack: impl FnMut(&[u16], usize, &mut [u16]),
     mut blocks: impl FnMut(P, &[u16], f32, [*mut f32; 4], Trickle) -> usize,
 ) -> (u32, u64, u64) {
     let (mut groups, mut made, mut all) = (0, 0, 0);
-    // The sums made last (plane, weights, span): YUY2's luma and chroma groups sum the same rows.
+    // The sums made last (plane, weights, span, split): YUY2's luma and chroma groups sum the
+    // same rows.
     let mut made_sums: Option<SumsOf<'_>> = None;
+    // Split sums: the even samples' in the first half of `packed`, the odd ones' in the second.
+    let half = packed.len() / 2;
     for (gi, g) in m.groups.iter().enumerate() {
         let Some((plan, compact)) = plan_of(g) else { continue };
         let lead = comps[g.members[0]];
@@ -254,8 +263,9 @@ pub(super) fn box_row<'m, P: Copy>(
         let hi =
             g.members.iter().map(|&c| m.base[c][n - 1] as usize + step * (kh - 1) + 1).max().unwrap_or(0);
         let (first, k) = (rows.first[cy] as usize, &rows.k[cy * kv..][..kv]);
-        let reuse = made_sums
-            .is_some_and(|(p, kk, f, (a, z))| p == lead.plane && f == first && kk == k && a <= lo && hi <= z);
+        let reuse = made_sums.is_some_and(|(p, kk, f, (a, z), _)| {
+            p == lead.plane && f == first && kk == k && a <= lo && hi <= z
+        });
         if !reuse {
             // Over every group of the plane, which a later group of the same rows then reuses.
             let (mut lo, mut hi) = (lo, hi);
@@ -274,12 +284,32 @@ pub(super) fn box_row<'m, P: Copy>(
                         .unwrap_or(hi),
                 );
             }
-            vsum(bytes, stride, first, k, (lo, hi), sums, ahead_bytes(rows, cy, stride, bytes.len()));
-            made_sums = Some((lead.plane, k, first, (lo, hi)));
+            // Every group of the plane packed from its first or second byte: the sums split as
+            // they are made (`vsplit`), none stored whole.
+            let packs =
+                m.groups.iter().filter(|o| comps[o.members[0]].plane == lead.plane).filter_map(&plan_of);
+            let split = packs.clone().count() > 0
+                && packs.clone().all(|(_, c)| c.is_some_and(|c| c.from <= 1 && c.len <= half))
+                && {
+                    let ahead = ahead_bytes(rows, cy, stride, bytes.len());
+                    let (even, odd) = packed.split_at_mut(half);
+                    vsplit(bytes, stride, first, k, (lo, hi), [even, odd], ahead)
+                };
+            if !split {
+                vsum(bytes, stride, first, k, (lo, hi), sums, ahead_bytes(rows, cy, stride, bytes.len()));
+            }
+            made_sums = Some((lead.plane, k, first, (lo, hi), split));
         }
+        let split = made_sums.is_some_and(|s| s.4);
         // Packed: every other sum from the group's first byte (`plan::Compact`).
         let mut bases: [&[u32]; 4] = [&[]; 4];
         let (data, step): (&[u16], usize) = match compact {
+            Some(c) if split => {
+                for (b, cb) in bases.iter_mut().zip(&c.base) {
+                    *b = cb;
+                }
+                (&packed[c.from * half..][..c.len], g.members.len())
+            }
             Some(c) => {
                 pack(sums, c.from, &mut packed[..c.len]);
                 for (b, cb) in bases.iter_mut().zip(&c.base) {
