@@ -19,13 +19,16 @@ use super::lines::Lines;
 use super::multitap::{self, VTaps, MULTI_PREFETCH_AHEAD};
 #[cfg(target_arch = "aarch64")]
 use super::neon;
-#[cfg(target_arch = "x86_64")]
-use super::plan::Pixels;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-use super::plan::{Blocks, Compact, TapGroup};
 use super::plan::{Comp, MultiTap};
 use super::{Converter, Scratch, Simd, SrcImage};
 use std::ops::Range;
+
+mod taps;
+#[cfg(target_arch = "aarch64")]
+use taps::rows_first_w8;
+use taps::{multitap_horizontal, multitap_vertical};
+#[cfg(target_arch = "x86_64")]
+use taps::{pack_rows, rows_first_avx2, rows_first_avx512, split_packs, split_rows, Across, RowsFirst};
 
 /// The widest level this CPU has.
 #[cfg(target_arch = "x86_64")]
@@ -316,15 +319,25 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 };
                 let takes = |g: usize| plans(g).is_some();
                 let mut packed = std::mem::take(&mut s.ring.packed_rows);
+                // Every group packed, from byte 0 or 1 of the same rows (YUY2, UYVY): each row
+                // packed once into both halves of its slot (`split_rows`), whose rows these are.
+                let split = split_packs(m, &c.comps, plans, packed.len() / multitap::ROWS_AT_ONCE);
+                let mut packed_at = [std::ptr::null::<u8>(); multitap::ROWS_AT_ONCE];
                 let horiz = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize| {
                     let Some((plan, rest, compact)) = plans(g) else { return 0 };
                     let mut rows = rows;
                     let packed_rows;
                     if let Some(p) = compact {
-                        let pack = |row: &[u8], out: &mut [u8]| unsafe {
-                            avx512::pack_bytes(row, p.from, out, ahead)
+                        packed_rows = match split {
+                            true => {
+                                split_rows(rows, p, &mut packed, &mut packed_at, |row, even, odd| unsafe {
+                                    avx512::pack_bytes_split(row, even, odd, ahead)
+                                })
+                            }
+                            false => pack_rows(rows, p, &mut packed, |row, out| unsafe {
+                                avx512::pack_bytes(row, p.from, out, ahead)
+                            }),
                         };
-                        packed_rows = pack_rows(rows, p, &mut packed, pack);
                         rows = &packed_rows[..rows.len()];
                     }
                     // The packed rows are the scratch's: the frame's lines were asked for above.
@@ -568,141 +581,6 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         pad(c, dst, y, 1, 0, rect.x);
         pad(c, dst, y, 1, rect.x + rect.width, c.dst.width - rect.x - rect.width);
     }
-}
-
-/// A group's rows-first plan at a level (`multitap::box_row`): blocks over the sums, or (AVX2)
-/// four-byte pixels' blocks.
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-enum Across<'a> {
-    Blocks(&'a Blocks),
-    Pixels(&'a Pixels),
-}
-
-/// A group's rows-first plan at a level, and its packed form.
-#[cfg(target_arch = "x86_64")]
-type RowsFirst = for<'a> fn(&'a TapGroup) -> Option<(Across<'a>, Option<&'a Compact>)>;
-
-/// AVX-512: the 16-dword word blocks, over the packed row where the group has one.
-#[cfg(target_arch = "x86_64")]
-fn rows_first_avx512(g: &TapGroup) -> Option<(Across<'_>, Option<&Compact>)> {
-    match g.compact.as_deref().filter(|p| p.w16.is_some()) {
-        Some(p) => p.w16.as_ref().map(|w| (Across::Blocks(w), Some(p))),
-        None => g.w16.as_ref().map(|w| (Across::Blocks(w), None)),
-    }
-}
-
-/// AVX2: four-byte pixels' blocks where the group has them (RGBA's member-major word blocks
-/// span too many pieces to be planned), else the 8-dword word blocks.
-#[cfg(target_arch = "x86_64")]
-fn rows_first_avx2(g: &TapGroup) -> Option<(Across<'_>, Option<&Compact>)> {
-    match &g.pw8 {
-        Some(p) => Some((Across::Pixels(p), None)),
-        None => g.w8.as_ref().map(|w| (Across::Blocks(w), None)),
-    }
-}
-
-/// NEON: the 8-dword word blocks over the row as it is.
-#[cfg(target_arch = "aarch64")]
-fn rows_first_w8(g: &TapGroup) -> Option<(&Blocks, Option<&Compact>)> {
-    g.w8.as_ref().map(|w| (w, None))
-}
-
-/// Source rows `rows` (up to `multitap::ROWS_AT_ONCE`) packed to every other byte from the
-/// group's first (`plan::Compact`), each by the level's `pack(row, out)`, into `packed` (that
-/// many rows of scratch): the packed rows, empty past `rows`.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn pack_rows<'p>(
-    rows: &[&[u8]],
-    p: &Compact,
-    packed: &'p mut [u8],
-    mut pack: impl FnMut(&[u8], &mut [u8]),
-) -> [&'p [u8]; multitap::ROWS_AT_ONCE] {
-    let stride = packed.len() / multitap::ROWS_AT_ONCE;
-    for (i, row) in rows.iter().enumerate() {
-        pack(row, &mut packed[i * stride..][..p.len]);
-    }
-    let packed: &'p [u8] = packed;
-    std::array::from_fn(|i| if i < rows.len() { &packed[i * stride..][..p.len] } else { &[] })
-}
-
-/// A multi-tap filter's horizontal pass over source rows `rows` for group `g` into its members'
-/// rows `out[i]`: the outputs the level's blocks make (the widest plan the level has), 0 where
-/// none applies. `packed`: scratch for `multitap::ROWS_AT_ONCE` packed rows (`plan::Compact`).
-#[inline(always)]
-fn multitap_horizontal(
-    c: &Converter,
-    m: &MultiTap,
-    gi: usize,
-    rows: &[&[u8]],
-    out: &[[*mut f32; 4]],
-    ahead: usize,
-    packed: &mut [u8],
-) -> usize {
-    let g = &m.groups[gi];
-    let pil = m.round_between;
-    let fits = |reach: usize| rows.iter().all(|r| reach <= r.len());
-    // `multitap_row` gives each member's row at the content width, which `done` never passes.
-    #[cfg(target_arch = "x86_64")]
-    {
-        let b16 = g.b16.as_ref().filter(|p| c.avx512() && fits(p.reach));
-        if let (Some(plan), Some(rest)) = (g.whole.as_ref().filter(|p| c.avx512() && fits(p.reach)), b16) {
-            let done = unsafe { avx512::whole(rows, plan, out, ahead) };
-            if !plan.rest.is_empty() {
-                unsafe { avx512::multitap(rows, rest, pil, out, Some(&plan.rest), 0) };
-            }
-            return done;
-        }
-        if let Some(plan) = b16 {
-            return unsafe { avx512::multitap(rows, plan, pil, out, None, ahead) };
-        }
-        if let Some(plan) = g.px8.as_ref().filter(|p| c.avx2() && fits(p.reach)) {
-            return unsafe { avx2::pixels(rows, plan, pil, g.members.len(), out, ahead) };
-        }
-        // Packed (`plan::Compact`): each row's every other byte from the group's first into
-        // `packed`, the frame's lines asked for there. AVX2, YUY2, 8 frames, best of 8 runs in
-        // alternation: triangle 1.28 → 1.12 ms (1600×900: 1.03 → 0.97), bicubic 2.02 → 1.81.
-        // (The same before AVX-512's `b16` was slower: bicubic 1.15 → 1.30 ms, triangle at
-        // 1600×900 0.70 either way.)
-        let compact = g.compact.as_deref().filter(|_| c.avx2() && !packed.is_empty());
-        if let Some((p, plan)) =
-            compact.and_then(|p| p.b8.as_ref().filter(|b| b.reach <= p.len).map(|b| (p, b)))
-        {
-            let pack = |row: &[u8], out: &mut [u8]| unsafe { avx2::pack_bytes(row, p.from, out, ahead) };
-            let packed_rows = pack_rows(rows, p, packed, pack);
-            return unsafe { avx2::multitap(&packed_rows[..rows.len()], plan, pil, out, 0) };
-        }
-        if let Some(plan) = g.b8.as_ref().filter(|p| c.avx2() && fits(p.reach)) {
-            return unsafe { avx2::multitap(rows, plan, pil, out, ahead) };
-        }
-    }
-    #[cfg(target_arch = "aarch64")]
-    if let Some(plan) = g.b8.as_ref().filter(|p| c.neon() && fits(p.reach)) {
-        return unsafe { neon::multitap(rows, plan, pil, out, ahead) };
-    }
-    let _ = (c, rows, out, pil, g, fits, ahead, packed);
-    0
-}
-
-/// A multi-tap filter's vertical pass into the first outputs of `out` (see `multitap_row`): the
-/// outputs the level's kernel makes, 0 at the baseline.
-#[inline(always)]
-fn multitap_vertical(c: &Converter, rows: &[*const f32], taps: VTaps<'_>, out: &mut [f32]) -> usize {
-    // `multitap_row` gives rows of the content width, as long as `out`.
-    #[cfg(target_arch = "x86_64")]
-    if c.avx512() {
-        // (The last outputs, under 32, by the baseline loop.)
-        return unsafe { avx512::multitap_vertical(rows, taps, out) };
-    } else if c.avx2() {
-        return unsafe { avx2::multitap_vertical(rows, taps, out) };
-    }
-    #[cfg(target_arch = "aarch64")]
-    if c.neon() {
-        return unsafe { neon::multitap_vertical(rows, taps, out) };
-    }
-    let _ = (c, rows, taps, out);
-    0
 }
 
 /// `out[x] = row[i0[x]] + w[x] * (row[i1[x]] - row[i0[x]])`: by AVX2 gathers where the level has

@@ -19,7 +19,7 @@ mod taps;
 mod vertical;
 use super::hint::prefetch_window;
 pub(super) use boxes::{box_blocks, box_sums, box_sums_split, pack_words};
-pub(super) use taps::{multitap, multitap_bytes, pack_bytes, whole, whole_bytes};
+pub(super) use taps::{multitap, multitap_bytes, pack_bytes, pack_bytes_split, whole, whole_bytes};
 pub(super) use vertical::{multitap_vertical, vertical_bytes};
 
 /// The CPU has what the kernels here use (`vpermb` is VBMI).
