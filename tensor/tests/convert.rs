@@ -312,6 +312,8 @@ fn multi_tap_blocks_give_the_baseline_bytes() {
         (400, 240, 160, 96, FitMode::Stretch, None),
         (100, 80, 230, 170, FitMode::Stretch, None),
         (320, 240, 96, 96, FitMode::CenterCrop, Some(Region::new(3, 5, 301, 221))),
+        // 1.25× (900p NV12's chroma): PIL's tied rows and columns.
+        (250, 200, 200, 160, FitMode::Stretch, None),
     ];
     for (i, format) in formats().enumerate() {
         for (j, &(w, h, dw, dh, fit, region)) in cases.iter().enumerate() {
