@@ -284,17 +284,15 @@ pub(super) fn box_row<'m, P: Copy>(
                         .unwrap_or(hi),
                 );
             }
-            // Every group of the plane packed from its first or second byte: the sums split as
+            // YUY2's or UYVY's pair of packed groups (`Compact::split_pair`): the sums split as
             // they are made (`vsplit`), none stored whole.
             let packs =
                 m.groups.iter().filter(|o| comps[o.members[0]].plane == lead.plane).filter_map(&plan_of);
-            let split = packs.clone().count() > 0
-                && packs.clone().all(|(_, c)| c.is_some_and(|c| c.from <= 1 && c.len <= half))
-                && {
-                    let ahead = ahead_bytes(rows, cy, stride, bytes.len());
-                    let (even, odd) = packed.split_at_mut(half);
-                    vsplit(bytes, stride, first, k, (lo, hi), [even, odd], ahead)
-                };
+            let split = Compact::split_pair(packs.map(|(_, c)| c), half) && {
+                let ahead = ahead_bytes(rows, cy, stride, bytes.len());
+                let (even, odd) = packed.split_at_mut(half);
+                vsplit(bytes, stride, first, k, (lo, hi), [even, odd], ahead)
+            };
             if !split {
                 vsum(bytes, stride, first, k, (lo, hi), sums, ahead_bytes(rows, cy, stride, bytes.len()));
             }

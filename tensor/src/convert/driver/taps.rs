@@ -87,12 +87,11 @@ pub(super) fn split_packs<'p, T, U>(
     plans: impl Fn(usize) -> Option<(T, U, Option<&'p Compact>)>,
     slot: usize,
 ) -> bool {
-    let mut taken =
-        (0..m.groups.len()).filter_map(|g| Some((comps[m.groups[g].members[0]].plane, plans(g)?.2)));
+    let taken = (0..m.groups.len()).filter_map(|g| Some((comps[m.groups[g].members[0]].plane, plans(g)?.2)));
     let Some((plane, _)) = taken.clone().next() else { return false };
-    taken.clone().count() > 1
-        && m.row_len[plane].div_ceil(2) <= slot / 2
-        && taken.all(|(p, c)| p == plane && c.is_some_and(|c| c.from <= 1 && c.len <= slot / 2))
+    m.row_len[plane].div_ceil(2) <= slot / 2
+        && taken.clone().all(|(p, _)| p == plane)
+        && Compact::split_pair(taken.map(|(_, c)| c), slot / 2)
 }
 
 /// `pack_rows` for groups packed from byte 0 and 1 of the same rows (`split_packs`): a row not

@@ -86,6 +86,19 @@ pub(in crate::convert) struct Compact {
     pub(in crate::convert) b8: Option<Blocks>,
 }
 
+impl Compact {
+    /// Whether the packed forms `packs` of the groups a plane's kernels take (`None`: a group not
+    /// packed) are YUY2's or UYVY's pair, each row or row of sums then split once for both
+    /// (`avx512::box_sums_split`, `avx512::pack_bytes_split`): at least two, every one packed from
+    /// byte 0 or 1, each within `half` samples.
+    pub(in crate::convert) fn split_pair<'a>(
+        packs: impl Iterator<Item = Option<&'a Compact>> + Clone,
+        half: usize,
+    ) -> bool {
+        packs.clone().count() > 1 && { packs }.all(|c| c.is_some_and(|c| c.from <= 1 && c.len <= half))
+    }
+}
+
 /// A group's blocks. Lane `l` of block `b` holds outputs `x..x + 4` of member `m`
 /// (`targets[b][l] = (m << 24) | x`, or `IDLE`); the kernels store the lanes by the same rule
 /// (see `Blocks::new`), without reading the targets per block.
