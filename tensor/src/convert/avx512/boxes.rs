@@ -6,7 +6,7 @@
 
 use super::taps::store_lanes;
 use crate::convert::hint::{prefetch, prefetch_window, Trickle};
-use crate::convert::plan::Blocks;
+use crate::convert::plan::{Blocks, EvenBox, EVEN_BLOCK};
 use std::arch::x86_64::*;
 
 /// An exact box's vertical sums (`plan::EXACT_MAX`): `sums[t] = Σ_j k[j] · bytes[(first + j) ·
@@ -277,6 +277,132 @@ unsafe fn box_blocks_m<const NARROW: bool, const M: usize, const ASK: bool>(
     plan.done
 }
 
+/// `box_blocks` for an even box (`plan::EvenBox`: four-byte pixels, every output the sum of `f`
+/// whole pixels with one weight) into the members' rows `out` (null past them): per block of 16
+/// outputs and half of it, each output's `f` pixels (a qword of four channel sums each) gathered
+/// from the half's `f` loads of eight pixels and added as words; each channel's 16 sums by one
+/// word permute of the halves, widened, times the weight (exact, the whole box sum stays below
+/// 2^24) and `inv`: the value of `box_blocks` to the bit. The lines `ahead` are asked for through
+/// the blocks. Returns the outputs each member has.
+///
+/// # Safety
+/// The CPU has AVX-512 (F, BW); `out` holds 3 or 4 rows, each `plan.done` writable values.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+pub(in crate::convert) unsafe fn box_even(
+    sums: &[u16],
+    plan: &EvenBox,
+    inv: f32,
+    out: [*mut f32; 4],
+    ahead: Trickle,
+) -> usize {
+    let members = out.iter().take_while(|p| !p.is_null()).count();
+    assert!(plan.reach() <= sums.len() && (3..=4).contains(&members), "loads stay inside the sums");
+    macro_rules! go {
+        ($f:expr) => {
+            match ahead.is_empty() {
+                true => box_even_of::<$f, false>(sums, plan, inv, members == 4, out, ahead),
+                false => box_even_of::<$f, true>(sums, plan, inv, members == 4, out, ahead),
+            }
+        };
+    }
+    match plan.f {
+        2 => go!(2),
+        3 => go!(3),
+        _ => go!(4),
+    }
+    plan.done
+}
+
+/// The qword indices of tap `t`'s pixels (`f j + t` for lane `j`) in the first two of a half's `F`
+/// loads and in the last two, and the lanes that take the last two (pixels 16 on).
+const fn even_taps<const F: usize>(t: usize) -> ([i64; 8], [i64; 8], u8) {
+    let (mut first, mut last, mut lanes) = ([0i64; 8], [0i64; 8], 0u8);
+    let mut j = 0;
+    while j < 8 {
+        let q = F * j + t;
+        first[j] = (q % 16) as i64;
+        if q >= 16 {
+            last[j] = (q - 8 * (F - 2)) as i64;
+            lanes |= 1 << j;
+        }
+        j += 1;
+    }
+    (first, last, lanes)
+}
+
+/// The word indices that put channel `c` of outputs 0–15 (the halves' pixels, four words each)
+/// in words 0–15 and channel `c + 1` in words 16–31.
+const fn even_channels(c: usize) -> [i16; 32] {
+    let mut idx = [0i16; 32];
+    let mut i = 0;
+    while i < 32 {
+        let (x, c) = (i % 16, c + i / 16);
+        idx[i] = (32 * (x / 8) + 4 * (x % 8) + c) as i16;
+        i += 1;
+    }
+    idx
+}
+
+/// `box_even` for `F` pixels an output, asking for lines (`ASK`) or not.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+#[inline(never)]
+unsafe fn box_even_of<const F: usize, const ASK: bool>(
+    sums: &[u16],
+    plan: &EvenBox,
+    inv: f32,
+    alpha: bool,
+    out: [*mut f32; 4],
+    mut ahead: Trickle,
+) {
+    let blocks = plan.done / EVEN_BLOCK;
+    let load = |v: &[i64; 8]| _mm512_loadu_si512(v.as_ptr() as *const _);
+    let (mut first, mut last, mut lanes) =
+        ([_mm512_setzero_si512(); F], [_mm512_setzero_si512(); F], [0u8; F]);
+    for t in 0..F {
+        let (a, z, l) = even_taps::<F>(t);
+        (first[t], last[t], lanes[t]) = (load(&a), load(&z), l);
+    }
+    let [rg, ba] = [0, 2].map(|c| _mm512_loadu_si512(even_channels(c).as_ptr() as *const _));
+    let (weight, inv) = (_mm512_set1_ps(plan.weight as f32), _mm512_set1_ps(inv));
+    let row = sums.as_ptr().add(plan.first);
+    let per = ahead.pace(blocks);
+    // Macros, not closures: a closure's intrinsics are not inlined where LLVM outlines it.
+    macro_rules! value {
+        ($v:expr) => {
+            _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu16_epi32($v)), weight), inv)
+        };
+    }
+    for b in 0..blocks {
+        if ASK {
+            ahead.ask(per);
+        }
+        let at = row.add(4 * F * EVEN_BLOCK * b);
+        let mut half = [_mm512_setzero_si512(); 2];
+        for (h, acc) in half.iter_mut().enumerate() {
+            let z: [__m512i; F] =
+                std::array::from_fn(|i| _mm512_loadu_si512(at.add(32 * (F * h + i)) as *const _));
+            for t in 0..F {
+                let mut v = _mm512_permutex2var_epi64(z[0], first[t], z[1]);
+                if F > 2 {
+                    let u = _mm512_permutex2var_epi64(z[F - 2], last[t], z[F - 1]);
+                    v = _mm512_mask_blend_epi64(lanes[t], v, u);
+                }
+                *acc = _mm512_add_epi16(*acc, v);
+            }
+        }
+        let (a, c) = (
+            _mm512_permutex2var_epi16(half[0], rg, half[1]),
+            _mm512_permutex2var_epi16(half[0], ba, half[1]),
+        );
+        _mm512_storeu_ps(out[0].add(EVEN_BLOCK * b), value!(_mm512_castsi512_si256(a)));
+        _mm512_storeu_ps(out[1].add(EVEN_BLOCK * b), value!(_mm512_extracti64x4_epi64::<1>(a)));
+        _mm512_storeu_ps(out[2].add(EVEN_BLOCK * b), value!(_mm512_castsi512_si256(c)));
+        if alpha {
+            _mm512_storeu_ps(out[3].add(EVEN_BLOCK * b), value!(_mm512_extracti64x4_epi64::<1>(c)));
+        }
+    }
+}
+
 /// `vpermt2w`'s indices of the even words of two vectors (the odd ones are one more).
 #[inline(always)]
 unsafe fn even_words() -> __m512i {
@@ -329,6 +455,64 @@ pub(in crate::convert) unsafe fn pack_words(v: &[u16], from: usize, out: &mut [u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The even box's blocks give each member's output `weight · Σ` of its pixels' sums times
+    /// `inv`, to the bit, for 2–4 pixels an output, three and four members, a first tap past the
+    /// row's start, asking for lines or not; nothing past `done` is written.
+    #[test]
+    fn even_blocks_are_the_weighted_pixel_sums() {
+        if !(is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw")) {
+            eprintln!("skipped: no AVX-512 here");
+            return;
+        }
+        let mut seed = 0x2545_f491u32;
+        let sums: Vec<u16> = (0..4 * 4 * 16 * 3 + 64)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                (seed % 4000) as u16
+            })
+            .collect();
+        let lines = [7u8; 4096];
+        let inv = 1.0 / 9.0f32;
+        let mut tried = 0;
+        for f in 2..=4 {
+            for (first, weight) in [(0, 1u16), (8, 3)] {
+                for members in 3..=4 {
+                    for ask in [false, true] {
+                        let done = 16 * ((sums.len() - first) / (64 * f)).min(3);
+                        let plan = EvenBox { first, f, weight, done };
+                        let mut rows = vec![vec![f32::NAN; done + 16]; 4];
+                        let out: [*mut f32; 4] = std::array::from_fn(|m| match m < members {
+                            true => rows[m].as_mut_ptr(),
+                            false => std::ptr::null_mut(),
+                        });
+                        let ahead = if ask { Trickle::over(&lines, 0..4096) } else { Trickle::NONE };
+                        assert_eq!(unsafe { box_even(&sums, &plan, inv, out, ahead) }, done);
+                        for (m, row) in rows.iter().enumerate().take(members) {
+                            for x in 0..done {
+                                let s: u32 = (0..f).map(|t| sums[first + 4 * (f * x + t) + m] as u32).sum();
+                                let want = (weight as u32 * s) as f32 * inv;
+                                assert_eq!(
+                                    row[x].to_bits(),
+                                    want.to_bits(),
+                                    "f {f} first {first} member {m} output {x}"
+                                );
+                                tried += 1;
+                            }
+                            assert!(row[done..].iter().all(|v| v.is_nan()), "nothing past done");
+                        }
+                        assert!(
+                            rows[members..].iter().flatten().all(|v| v.is_nan()),
+                            "no row past the members"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(tried > 2000);
+    }
 
     /// The split sums are the sums' even and odd samples, over spans that start and end on odd
     /// samples, tails shorter than a vector, and two to four rows (five: not made).

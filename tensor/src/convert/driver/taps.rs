@@ -14,10 +14,10 @@ use super::super::neon;
 #[cfg(target_arch = "x86_64")]
 use super::super::plan::Comp;
 use super::super::plan::MultiTap;
-#[cfg(target_arch = "x86_64")]
-use super::super::plan::Pixels;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::plan::{Blocks, Compact, TapGroup};
+#[cfg(target_arch = "x86_64")]
+use super::super::plan::{EvenBox, Pixels};
 use super::super::Converter;
 
 /// A group's rows-first plan at a level (`multitap::box_row`): blocks over the sums, or (AVX2)
@@ -26,6 +26,7 @@ use super::super::Converter;
 #[derive(Clone, Copy)]
 pub(super) enum Across<'a> {
     Blocks(&'a Blocks),
+    Even(&'a EvenBox),
     Pixels(&'a Pixels),
 }
 
@@ -33,12 +34,16 @@ pub(super) enum Across<'a> {
 #[cfg(target_arch = "x86_64")]
 pub(super) type RowsFirst = for<'a> fn(&'a TapGroup) -> Option<(Across<'a>, Option<&'a Compact>)>;
 
-/// AVX-512: the 16-dword word blocks, over the packed row where the group has one.
+/// AVX-512: the 16-dword word blocks, over the packed row where the group has one; an even
+/// box's pixel blocks where it has them.
 #[cfg(target_arch = "x86_64")]
 pub(super) fn rows_first_avx512(g: &TapGroup) -> Option<(Across<'_>, Option<&Compact>)> {
     match g.compact.as_deref().filter(|p| p.w16.is_some()) {
         Some(p) => p.w16.as_ref().map(|w| (Across::Blocks(w), Some(p))),
-        None => g.w16.as_ref().map(|w| (Across::Blocks(w), None)),
+        None => match &g.e16 {
+            Some(e) => Some((Across::Even(e), None)),
+            None => g.w16.as_ref().map(|w| (Across::Blocks(w), None)),
+        },
     }
 }
 

@@ -10,10 +10,14 @@ use crate::preprocess::Interpolation;
 use crate::{Error, Result};
 use std::ops::Range;
 
+mod even;
 mod pixels;
 mod taps;
 mod weights;
 mod whole;
+pub(super) use even::EvenBox;
+#[cfg(target_arch = "x86_64")]
+pub(super) use even::EVEN_BLOCK;
 pub(super) use pixels::Pixels;
 #[cfg(any(test, target_arch = "x86_64"))]
 pub(super) use pixels::TAIL_COPY;
@@ -310,7 +314,10 @@ impl Axis {
     /// and output `i + ahead - 1` did not, in bytes of a plane of `len` bytes, rows `stride`
     /// apart: `[first, second]`, the second only where that output blends two rows; 0 where there
     /// is no such output, it reads the rows the one before it read, or a row is past the plane.
-    /// What a kernel reading output `i`'s rows asks for again (`driver::direct_rows`).
+    /// What a kernel reading output `i`'s rows asks for again (`driver::direct_rows`). Inlined:
+    /// called, its pair came back through the stack as two 8-byte stores that the caller read
+    /// as one 16-byte load, a store-forwarding stall on every plane of every row.
+    #[inline(always)]
     pub(super) fn ahead(&self, i: usize, ahead: usize, stride: usize, len: usize) -> [usize; 2] {
         let on = i + ahead;
         if ahead == 0 || on >= self.i0.len().min(self.i1.len()).min(self.w.len()) {

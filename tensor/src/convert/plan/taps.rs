@@ -46,6 +46,10 @@ pub(in crate::convert) struct TapGroup {
     /// (`u16` samples, `Blocks::words`), for the AVX-512 level that sums rows first.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) w16: Option<Blocks>,
+    /// The same over four-byte pixels whose outputs sum equal whole pixels (AVX-512,
+    /// `plan::EvenBox`).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(in crate::convert) e16: Option<super::EvenBox>,
     /// The same in 8-dword blocks (AVX2, NEON).
     pub(in crate::convert) w8: Option<Blocks>,
     /// Four-byte pixels' blocks over those sums (AVX2, `plan::Pixels::words`).
@@ -138,14 +142,15 @@ pub(in crate::convert) struct Blocks {
     pub(in crate::convert) reach: usize,
 }
 
-/// The groups of `comps` (each component in exactly one).
+/// The groups of `comps` (each component in exactly one). `exact`: per axis (luma, chroma), the
+/// rows' `K` (`Taps::exact`) where both the columns and the rows are an exact box.
 pub(in crate::convert) fn tap_groups(
     comps: &[Comp],
     cols: &[Taps; 2],
     base: &[Vec<u32>],
     row_len: [usize; 3],
     pil: bool,
-    exact: [bool; 2],
+    exact: [Option<u32>; 2],
 ) -> Vec<TapGroup> {
     let mut done = vec![false; comps.len()];
     let mut order: Vec<usize> = (0..comps.len()).collect();
@@ -174,7 +179,8 @@ pub(in crate::convert) fn tap_groups(
         let t = &cols[usize::from(c.chroma)];
         let len = row_len[c.plane];
         let plan = |lanes, words| Blocks::new(&base[k], &offsets, c.step, t, len, lanes, pil, words);
-        let exact = exact[usize::from(c.chroma)];
+        let k_rows = exact[usize::from(c.chroma)];
+        let exact = k_rows.is_some();
         let w16 = if exact && cfg!(target_arch = "x86_64") { plan(4, true) } else { None };
         let w8 = if exact { plan(2, true) } else { None };
         // (Planned on every target for the host tests; only the AVX-512 level runs them.)
@@ -216,8 +222,24 @@ pub(in crate::convert) fn tap_groups(
         let px8 = super::Pixels::new(&base[k], &offsets, c.step, t, len, pil, false);
         let pw8 =
             if exact { super::Pixels::new(&base[k], &offsets, c.step, t, len, false, true) } else { None };
+        let e16 = match (k_rows, cfg!(any(test, target_arch = "x86_64"))) {
+            (Some(ky), true) => super::EvenBox::new(&base[k], &offsets, c.step, t, len, ky),
+            _ => None,
+        };
         let part = (0, 1);
-        groups.push(TapGroup { members, b16, b8: plan(2, false), px8, w16, w8, pw8, whole, compact, part });
+        groups.push(TapGroup {
+            members,
+            b16,
+            b8: plan(2, false),
+            px8,
+            w16,
+            e16,
+            w8,
+            pw8,
+            whole,
+            compact,
+            part,
+        });
     }
     let plane = |g: &TapGroup| comps[g.members[0]].plane;
     for i in 0..groups.len() {

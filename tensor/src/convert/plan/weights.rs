@@ -415,7 +415,7 @@ impl MultiTap {
                 c.first.iter().map(|&s| (comp.offset + comp.step * s as usize) as u32).collect()
             })
             .collect();
-        let exact = [0, 1].map(|a| cols[a].exact.is_some() && rows[a].exact.is_some());
+        let exact = [0, 1].map(|a| rows[a].exact.filter(|_| cols[a].exact.is_some()));
         let groups = tap_groups(comps, &cols, &base, row_len, round_between, exact);
         let scale = [0, 1].map(|a| {
             let unit = |t: &Taps| t.exact.map_or(1.0, |k| TAP_STEPS / k as f64);
