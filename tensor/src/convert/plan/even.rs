@@ -7,6 +7,7 @@
 //! gathered by qword permutes and added as words (the unweighted sum of `f` sums fits a u16), and
 //! sixteen outputs of every channel come out of two word permutes.
 
+use super::pixels::pixel_members;
 use super::Taps;
 
 /// Outputs of every member a block makes.
@@ -42,8 +43,7 @@ impl EvenBox {
         k_rows: u32,
     ) -> Option<EvenBox> {
         let f = t.taps;
-        let pixels = step == 4 && (3..=4).contains(&offsets.len());
-        if !pixels || offsets.iter().enumerate().any(|(m, &o)| o != m) || !(2..=4).contains(&f) {
+        if !pixel_members(offsets, step) || !(2..=4).contains(&f) {
             return None;
         }
         if f as u64 * u64::from(k_rows) * 255 > u64::from(u16::MAX) {

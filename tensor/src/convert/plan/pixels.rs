@@ -51,6 +51,13 @@ pub(in crate::convert) struct Pixels {
     pub(in crate::convert) ws: Vec<Aligned32<[u32; 8]>>,
 }
 
+/// Whether members at byte `offsets`, taps `step` bytes apart, are the first three or all four
+/// bytes of four-byte pixels, in order (RGBA, BGRA, RGBx…): what the pixel-major plans take
+/// (`Pixels`, `EvenBox`).
+pub(in crate::convert) fn pixel_members(offsets: &[usize], step: usize) -> bool {
+    step == 4 && (3..=4).contains(&offsets.len()) && offsets.iter().enumerate().all(|(m, &o)| o == m)
+}
+
 impl Pixels {
     /// The blocks for members at byte `offsets` 0, 1, 2 (and 3) of pixels `step` = 4 bytes
     /// apart, output `x`'s taps from byte `base[x]`, in rows of `row_len` bytes; `None` where the
@@ -65,8 +72,7 @@ impl Pixels {
         pil: bool,
         words: bool,
     ) -> Option<Pixels> {
-        let members = offsets.len();
-        if step != 4 || !(3..=4).contains(&members) || offsets.iter().enumerate().any(|(m, &o)| o != m) {
+        if !pixel_members(offsets, step) {
             return None;
         }
         if words && pil {
