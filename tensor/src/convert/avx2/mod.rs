@@ -16,9 +16,11 @@ use std::arch::x86_64::*;
 
 mod pixels;
 mod taps;
+mod whole;
 use super::hint::{prefetch, prefetch_span};
 pub(super) use pixels::{pixel_words, pixels};
 pub(super) use taps::{box_blocks, box_sums, multitap, multitap_vertical, pack_bytes};
+pub(super) use whole::whole;
 
 /// The CPU has what the kernels here use.
 pub(super) fn detect() -> bool {

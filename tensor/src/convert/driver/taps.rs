@@ -17,7 +17,7 @@ use super::super::plan::MultiTap;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::plan::{Blocks, Compact, TapGroup};
 #[cfg(target_arch = "x86_64")]
-use super::super::plan::{EvenBox, Pixels};
+use super::super::plan::{EvenBox, Pixels, Whole8};
 use super::super::Converter;
 
 /// A group's rows-first plan at a level (`multitap::box_row`): blocks over the sums, or (AVX2)
@@ -168,10 +168,12 @@ pub(super) fn multitap_horizontal(
         {
             let pack = |row: &[u8], out: &mut [u8]| unsafe { avx2::pack_bytes(row, p.from, out, ahead) };
             let packed_rows = pack_rows(rows, p, packed, pack);
-            return unsafe { avx2::multitap(&packed_rows[..rows.len()], plan, pil, out, 0) };
+            let whole = p.whole8.as_ref().filter(|w| w.reach <= p.len);
+            return unsafe { avx2_blocks(&packed_rows[..rows.len()], plan, whole, pil, out, 0) };
         }
         if let Some(plan) = g.b8.as_ref().filter(|p| c.avx2() && fits(p.reach)) {
-            return unsafe { avx2::multitap(rows, plan, pil, out, ahead) };
+            let whole = g.whole8.as_ref().filter(|w| fits(w.reach));
+            return unsafe { avx2_blocks(rows, plan, whole, pil, out, ahead) };
         }
     }
     #[cfg(target_arch = "aarch64")]
@@ -180,6 +182,32 @@ pub(super) fn multitap_horizontal(
     }
     let _ = (c, rows, out, pil, g, fits, ahead, packed);
     0
+}
+
+/// AVX2's blocks over bytes: PIL's whole-weight blocks where the group has them and the 2^-22
+/// blocks for the outputs they leave (`plan::Whole8::rest`), else the 2^-22 or 2^-14 blocks.
+///
+/// # Safety
+/// As `avx2::multitap`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn avx2_blocks(
+    rows: &[&[u8]],
+    plan: &Blocks,
+    whole: Option<&Whole8>,
+    pil: bool,
+    out: &[[*mut f32; 4]],
+    ahead: usize,
+) -> usize {
+    match whole {
+        // (The whole kernel takes one to three rows, as many as `multitap_row` passes.)
+        Some(w) if pil && rows.len() <= 3 => unsafe {
+            avx2::whole(rows, w, out, ahead);
+            avx2::multitap(rows, plan, pil, out, Some(&w.rest), 0);
+            w.done
+        },
+        _ => unsafe { avx2::multitap(rows, plan, pil, out, None, ahead) },
+    }
 }
 
 /// A multi-tap filter's vertical pass into the first outputs of `out` (see `multitap_row`): the

@@ -15,6 +15,7 @@ mod pixels;
 mod taps;
 mod weights;
 mod whole;
+mod whole8;
 pub(super) use even::EvenBox;
 #[cfg(target_arch = "x86_64")]
 pub(super) use even::EVEN_BLOCK;
@@ -30,6 +31,7 @@ pub(super) use weights::{multi_axis, Filter, MultiTap, Taps, MAX_TAPS, PIL_SHIFT
 #[cfg(all(test, target_arch = "x86_64"))]
 pub(super) use whole::divider;
 pub(super) use whole::Whole;
+pub(super) use whole8::Whole8;
 
 /// One colour component of the source: which plane, where in a granule, and its resolution.
 #[derive(Debug, Clone, Copy)]

@@ -58,6 +58,9 @@ pub(in crate::convert) struct TapGroup {
     /// PIL's whole weights (`Taps::d`): 32-lane blocks for the AVX-512 level (`plan::Whole`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) whole: Option<super::Whole>,
+    /// ... and 16-lane blocks for the AVX2 level (`plan::Whole8`), over `b8`'s other blocks.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(in crate::convert) whole8: Option<super::Whole8>,
     /// Members that fill every other byte of their span (YUY2's and UYVY's luma, and their U
     /// and V): the same plans over the row packed to those bytes (AVX-512, AVX2).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -88,6 +91,7 @@ pub(in crate::convert) struct Compact {
     pub(in crate::convert) b16: Option<Blocks>,
     pub(in crate::convert) whole: Option<super::Whole>,
     pub(in crate::convert) b8: Option<Blocks>,
+    pub(in crate::convert) whole8: Option<super::Whole8>,
 }
 
 impl Compact {
@@ -213,9 +217,13 @@ pub(in crate::convert) fn tap_groups(
                 };
                 let w16 = if exact { plan(4, true) } else { None };
                 let b8 = plan(2, false);
+                let whole8 = match pil {
+                    true => super::Whole8::new(&lead, &dense, members.len(), t, packed, b8.as_ref()),
+                    false => None,
+                };
                 let base = (0..members.len()).map(|m| lead.iter().map(|&b| b + m as u32).collect()).collect();
                 (w16.is_some() || whole.is_some() || b8.is_some())
-                    .then(|| Box::new(Compact { from, len: packed, base, w16, b16, whole, b8 }))
+                    .then(|| Box::new(Compact { from, len: packed, base, w16, b16, whole, b8, whole8 }))
             }
             false => None,
         };
@@ -226,20 +234,13 @@ pub(in crate::convert) fn tap_groups(
             (Some(ky), true) => super::EvenBox::new(&base[k], &offsets, c.step, t, len, ky),
             _ => None,
         };
+        let b8 = plan(2, false);
+        let whole8 = match pil && cfg!(any(test, target_arch = "x86_64")) {
+            true => super::Whole8::new(&base[k], &offsets, c.step, t, len, b8.as_ref()),
+            false => None,
+        };
         let part = (0, 1);
-        groups.push(TapGroup {
-            members,
-            b16,
-            b8: plan(2, false),
-            px8,
-            w16,
-            e16,
-            w8,
-            pw8,
-            whole,
-            compact,
-            part,
-        });
+        groups.push(TapGroup { members, b16, b8, whole8, px8, w16, e16, w8, pw8, whole, compact, part });
     }
     let plane = |g: &TapGroup| comps[g.members[0]].plane;
     for i in 0..groups.len() {

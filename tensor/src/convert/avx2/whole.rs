@@ -1,0 +1,226 @@
+//! The AVX2 level's PIL horizontal pass with whole weights (`plan::Whole8`): sixteen outputs a
+//! block in word lanes, a `pshufb` per piece and one `pmaddubsw` a tap pair.
+
+use crate::convert::hint::prefetch;
+use crate::convert::plan::Whole8;
+use std::arch::x86_64::*;
+
+/// PIL's horizontal pass with whole weights over source rows `rows` (one to three, each its
+/// bytes) into their members' rows `out[i]` (PIL's bytes as i32 bits, `multitap::pil_byte`):
+/// the blocks that are not whole are skipped (the caller makes them from `plan.rest`); each
+/// block's lines asked for again `ahead` bytes on (`multitap::ahead_bytes`; 0: none). Returns the
+/// outputs each member has from the blocks, whole or not.
+///
+/// # Safety
+/// The CPU has AVX2; `out[i]` holds the group's members' rows (null past them), each
+/// `plan.done` writable values.
+#[target_feature(enable = "avx2,fma")]
+pub(in crate::convert) unsafe fn whole(
+    rows: &[&[u8]],
+    plan: &Whole8,
+    out: &[[*mut f32; 4]],
+    ahead: usize,
+) -> usize {
+    assert!(
+        rows.len() == out.len()
+            && (1..=3).contains(&rows.len())
+            && rows.iter().all(|r| plan.reach <= r.len()),
+        "loads stay inside the rows"
+    );
+    let members = out[0].iter().take_while(|p| !p.is_null()).count();
+    macro_rules! by_rows {
+        ($l:expr, $m:expr) => {
+            match rows.len() {
+                1 => unsafe { whole_blocks::<$l, $m, 1>(rows, plan, out, ahead) },
+                2 => unsafe { whole_blocks::<$l, $m, 2>(rows, plan, out, ahead) },
+                _ => unsafe { whole_blocks::<$l, $m, 3>(rows, plan, out, ahead) },
+            }
+        };
+    }
+    macro_rules! by_members {
+        ($l:expr) => {
+            match members {
+                1 => by_rows!($l, 1),
+                _ => by_rows!($l, 2),
+            }
+        };
+    }
+    match plan.pieces {
+        1 => by_members!(1),
+        2 => by_members!(2),
+        3 => by_members!(3),
+        _ => by_members!(4),
+    }
+}
+
+/// Rows `rows[..R]` into `out[..R]` (see `whole`), `L` pieces a lane window, `M` members.
+#[inline(always)]
+unsafe fn whole_blocks<const L: usize, const M: usize, const R: usize>(
+    rows: &[&[u8]],
+    plan: &Whole8,
+    out: &[[*mut f32; 4]],
+    ahead: usize,
+) -> usize {
+    assert!(plan.pieces == L && rows.len() >= R && out.len() >= R && (1..=2).contains(&M));
+    let pairs = plan.pairs;
+    let blocks = plan.bases.len().min(plan.whole.len()).min(plan.d.len()).min(plan.mul.len());
+    assert!(
+        plan.shift.len() >= blocks && plan.k.len() >= blocks * pairs && plan.ctl.len() >= blocks * pairs * L
+    );
+    let row: [*const u8; R] = std::array::from_fn(|i| rows[i].as_ptr());
+    for b in 0..blocks {
+        if !*plan.whole.get_unchecked(b) {
+            continue;
+        }
+        unsafe {
+            let [s0, s1] = *plan.bases.get_unchecked(b);
+            let (s0, s1) = (s0 as usize, s1 as usize);
+            if ahead != 0 {
+                for r in row {
+                    prefetch(r.wrapping_add(s0 + ahead));
+                    prefetch(r.wrapping_add(s1 + 16 * L - 1 + ahead));
+                }
+            }
+            let v: [[__m256i; L]; R] = std::array::from_fn(|i| {
+                std::array::from_fn(|q| {
+                    _mm256_loadu2_m128i(
+                        row[i].add(s1 + 16 * q) as *const __m128i,
+                        row[i].add(s0 + 16 * q) as *const __m128i,
+                    )
+                })
+            });
+            // Sums from `D` over twice the weights are `2S + D` (`Whole8::k`).
+            let d = _mm256_load_si256(plan.d.as_ptr().add(b) as *const __m256i);
+            let mut s = [d; R];
+            for p in 0..pairs {
+                let at = b * pairs + p;
+                let ctl = plan.ctl.as_ptr().add(at * L) as *const __m256i;
+                let c: [__m256i; L] = std::array::from_fn(|q| _mm256_load_si256(ctl.add(q)));
+                let k = _mm256_load_si256(plan.k.as_ptr().add(at) as *const __m256i);
+                for i in 0..R {
+                    let mut t = _mm256_shuffle_epi8(v[i][0], c[0]);
+                    for q in 1..L {
+                        t = _mm256_or_si256(t, _mm256_shuffle_epi8(v[i][q], c[q]));
+                    }
+                    s[i] = _mm256_add_epi16(s[i], _mm256_maddubs_epi16(t, k));
+                }
+            }
+            let mul = _mm256_load_si256(plan.mul.as_ptr().add(b) as *const __m256i);
+            let shift = plan.shift.as_ptr().add(b) as *const __m256i;
+            let (shift_lo, shift_hi) = (_mm256_load_si256(shift), _mm256_load_si256(shift.add(1)));
+            for i in 0..R {
+                // ⌊⌊t · m / 2^16⌋ / 2^s⌋, shifted as dwords.
+                let q = _mm256_mulhi_epu16(s[i], mul);
+                let lo = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(q));
+                let hi = _mm256_cvtepu16_epi32(_mm256_extracti128_si256::<1>(q));
+                let lo = _mm256_castsi256_ps(_mm256_srlv_epi32(lo, shift_lo));
+                let hi = _mm256_castsi256_ps(_mm256_srlv_epi32(hi, shift_hi));
+                // The lanes of `Whole8::new`.
+                match M {
+                    1 => {
+                        _mm256_storeu_ps(out[i][0].add(16 * b), lo);
+                        _mm256_storeu_ps(out[i][0].add(16 * b + 8), hi);
+                    }
+                    _ => {
+                        _mm256_storeu_ps(out[i][0].add(8 * b), lo);
+                        _mm256_storeu_ps(out[i][1].add(8 * b), hi);
+                    }
+                }
+            }
+        }
+    }
+    plan.done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::convert::plan::{components, multi_axis, Filter, MultiTap};
+    use crate::format::PixelFormat;
+    use crate::preprocess::Interpolation;
+
+    /// The kernel's outputs are PIL's bytes: gray and NV12 rows at 3× (luma 1920 → 640, its
+    /// chroma pair 960 → 640), 2.5×, 1.25× and 1000 → 333, one to three rows of random bytes:
+    /// every output of a whole block equals PIL's fixed point, and the blocks that are not whole
+    /// are not written.
+    #[test]
+    fn whole_blocks_give_pils_bytes() {
+        if !is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let filter = Filter::of(Interpolation::BilinearAntialias, true).unwrap();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut checked, mut plans, mut skipped) = (0, 0, 0);
+        for format in [PixelFormat::Gray8, PixelFormat::Nv12] {
+            let (_, comps) = components(format).unwrap();
+            for (w, n) in [(1920, 640), (1600, 640), (1000, 333)] {
+                let div = if format == PixelFormat::Nv12 { 2 } else { 1 };
+                let cols = [
+                    multi_axis(n, 0, w, 1, 0, w - 1, filter, 0.0),
+                    multi_axis(n, 0, w, div, 0, w / div - 1, filter, 0.0),
+                ];
+                let row_len: [usize; 3] = std::array::from_fn(|p| match p < format.num_planes() {
+                    true => format.plane_sampling(p, 1).row_bytes(w),
+                    false => 0,
+                });
+                let m = MultiTap::new(cols.clone(), cols.clone(), &comps, row_len, true);
+                for g in &m.groups {
+                    let Some(plan) = &g.whole8 else {
+                        skipped += 1;
+                        continue;
+                    };
+                    plans += 1;
+                    let lead = comps[g.members[0]];
+                    let t = &cols[usize::from(lead.chroma)];
+                    let (len, members) = (row_len[lead.plane], g.members.len());
+                    for r in 1..=3 {
+                        let rows: Vec<Vec<u8>> =
+                            (0..r).map(|_| (0..len).map(|_| next() as u8).collect()).collect();
+                        let mut dst = vec![vec![vec![f32::from_bits(0xdead); plan.done]; members]; r];
+                        let targets: Vec<[*mut f32; 4]> = dst
+                            .iter_mut()
+                            .map(|o| {
+                                std::array::from_fn(|k| {
+                                    o.get_mut(k).map_or(std::ptr::null_mut(), |v| v.as_mut_ptr())
+                                })
+                            })
+                            .collect();
+                        let src: Vec<&[u8]> = rows.iter().map(|v| &v[..]).collect();
+                        assert_eq!(unsafe { whole(&src, plan, &targets, 0) }, plan.done);
+                        let per = 2 / members;
+                        for (i, row) in rows.iter().enumerate() {
+                            for (mi, &k) in g.members.iter().enumerate() {
+                                for x in 0..plan.done {
+                                    let got = dst[i][mi][x].to_bits();
+                                    if plan.whole.get(x / (8 * per)) != Some(&true) {
+                                        assert_eq!(got, 0xdead, "{format:?} {w}->{n}: output {x} not whole");
+                                        continue;
+                                    }
+                                    let pil: i64 = (0..t.taps)
+                                        .map(|j| {
+                                            t.wi[x * t.taps + j] as i64
+                                                * row[m.base[k][x] as usize + comps[k].step * j] as i64
+                                        })
+                                        .sum();
+                                    let pil = ((pil + (1 << 21)) >> 22).clamp(0, 255) as u32;
+                                    assert_eq!(
+                                        got, pil,
+                                        "{format:?} {w}->{n} row {i} member {mi} output {x}"
+                                    );
+                                    checked += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 20_000 && plans >= 5, "{checked} outputs, {plans} plans, {skipped} groups without");
+    }
+}

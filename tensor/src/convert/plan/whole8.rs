@@ -1,0 +1,185 @@
+//! PIL's horizontal pass with whole weights (`Taps::d`, `weights::pil_whole`) for the AVX2 level:
+//! blocks of 16 word lanes, a 128-bit lane eight consecutive outputs of one member, each lane's
+//! taps read from its own window of one to four 16-byte pieces. Per block and tap pair a
+//! `pshufb` per piece puts each output's two taps side by side and one `pmaddubsw` multiplies
+//! and adds them, so a block makes sixteen outputs with one multiply a pair where the 2^-22
+//! blocks (`taps::Blocks`, eight dword lanes) make eight with two `pmaddwd` and a `pshufb` per
+//! piece a pair: 1080p NV12 `bilinear-antialias` at AVX2 spent 60 % of its time in those
+//! (docs/benchmarks.md, twelfth session). A pair is an output's next two taps of non-zero weight,
+//! so a 3× triangle (1, 2, 3, 2, 1 over 9) takes three pairs whatever its zero taps. The sum
+//! `2S + D` becomes PIL's byte `⌊(2S + D) / 2D⌋` by a multiply-high per lane and, widened to dwords,
+//! a shift per lane (`whole::divider`; AVX2 shifts words by one count only). Outputs that are not whole, or whole only with ties (`weights::pil_tied`),
+//! leave their block to the 2^-22 blocks of the same outputs (`rest`).
+
+use super::taps::Blocks;
+use super::whole::divider;
+use super::{Aligned32, Taps};
+use std::collections::HashMap;
+
+/// Outputs of one lane, and lanes of a block.
+const LANE: usize = 8;
+const LANES: usize = 2;
+
+/// A group's AVX2 whole-weight blocks. One member: block `b` holds outputs `16b..16b + 16` (lane
+/// `l` outputs `16b + 8l..`); two members: lane `l` holds member `l`'s outputs `8b..8b + 8`.
+#[derive(Debug, Clone)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(in crate::convert) struct Whole8 {
+    /// Outputs every member has from the blocks here and `rest` (the scalar loops do the rest).
+    pub(in crate::convert) done: usize,
+    pub(in crate::convert) pairs: usize,
+    /// 16-byte loads a lane's window takes.
+    pub(in crate::convert) pieces: usize,
+    /// Per block: each lane's window's first byte, and whether every output of it is whole.
+    pub(in crate::convert) bases: Vec<[u32; 2]>,
+    pub(in crate::convert) whole: Vec<bool>,
+    /// `[block][pair][piece]`: `pshufb` controls (0x80 where the byte is not in that piece, or
+    /// the tap has no weight), the pair's two taps in each word lane.
+    pub(in crate::convert) ctl: Vec<Aligned32<[u8; 32]>>,
+    /// `[block][pair]`: twice the taps' whole weights as signed bytes (the sums start at `D`, so
+    /// they are `2S + D` with no more adds).
+    pub(in crate::convert) k: Vec<Aligned32<[i8; 32]>>,
+    /// `[block]`, per lane: `D`, and the multiplier and shift (a dword each) of `⌊t / 2D⌋`.
+    pub(in crate::convert) d: Vec<Aligned32<[u16; 16]>>,
+    pub(in crate::convert) mul: Vec<Aligned32<[u16; 16]>>,
+    pub(in crate::convert) shift: Vec<Aligned32<[u32; 16]>>,
+    /// Bytes from the row's start that every load stays below.
+    pub(in crate::convert) reach: usize,
+    /// The blocks of the group's 2^-22 plan (`taps::Blocks`, eight dword lanes) that make the
+    /// outputs of the blocks here that are not whole (`2b` and `2b + 1`), and those past the
+    /// last block here.
+    pub(in crate::convert) rest: Vec<u32>,
+}
+
+impl Whole8 {
+    /// The blocks for one or two members at byte `offsets` from `base[x]` (output `x`'s first
+    /// tap of the first member), taps `step` bytes apart, in rows of `row_len` bytes, whose
+    /// 2^-22 blocks are `b8` (their non-whole outputs' blocks); `None` where the filter has no
+    /// whole weights, the group has more members, a window needs more than four pieces, twice a
+    /// weight does not fit a signed byte (or a pair's sum times 255 an i16), or `b8` does not
+    /// cover the blocks that are not whole.
+    pub(in crate::convert) fn new(
+        base: &[u32],
+        offsets: &[usize],
+        step: usize,
+        t: &Taps,
+        row_len: usize,
+        b8: Option<&Blocks>,
+    ) -> Option<Whole8> {
+        let members = offsets.len();
+        if t.d.is_empty() || !(1..=2).contains(&members) {
+            return None;
+        }
+        let per = LANES / members;
+        let blocks = base.len().min(t.d.len()) / (LANE * per);
+        if blocks == 0 {
+            return None;
+        }
+        // Lane `l` of block `b`: (member, first output).
+        let lane = |b: usize, l: usize| match members {
+            1 => (0, LANE * (LANES * b + l)),
+            _ => (l, LANE * b),
+        };
+        let mut dividers = HashMap::new();
+        let mut divide = |d: u8| *dividers.entry(d).or_insert_with(|| divider(d as u16));
+        // Per output: `D` and its (tap, weight) with weights, where whole with a divider.
+        let taps_of = |x: usize| -> Vec<(usize, i16)> {
+            (0..t.taps).map(|j| (j, t.k[x * t.taps + j])).filter(|&(_, k)| k != 0).collect()
+        };
+        let whole: Vec<bool> = (0..blocks)
+            .map(|b| {
+                (0..LANES).all(|l| {
+                    let x0 = lane(b, l).1;
+                    (x0..x0 + LANE).all(|x| t.d[x] != 0 && divide(t.d[x]).is_some())
+                })
+            })
+            .collect();
+        let live = |b: usize| {
+            (0..LANES).flat_map(move |l| (0..LANE).map(move |i| (l, lane(b, l).0, lane(b, l).1 + i)))
+        };
+        let byte = |m: usize, x: usize, j: usize| base[x] as usize + offsets[m] + step * j;
+        let mut pairs = 0;
+        let mut pieces = 1;
+        for b in (0..blocks).filter(|&b| whole[b]) {
+            for l in 0..LANES {
+                let (m, x0) = lane(b, l);
+                let bytes =
+                    (x0..x0 + LANE).flat_map(|x| taps_of(x).into_iter().map(move |(j, _)| byte(m, x, j)));
+                let (lo, hi) = (bytes.clone().min()?, bytes.max()? + 1);
+                pieces = pieces.max((hi - lo).div_ceil(16));
+            }
+            pairs = pairs.max(live(b).map(|(_, _, x)| taps_of(x).len().div_ceil(2)).max()?);
+        }
+        if pieces > 4 || pairs == 0 || row_len < 16 * pieces {
+            return None;
+        }
+        let span = 16 * pieces;
+        let mut plan = Whole8 {
+            done: LANE * per * blocks,
+            pairs,
+            pieces,
+            bases: Vec::with_capacity(blocks),
+            whole,
+            ctl: Vec::with_capacity(blocks * pairs * pieces),
+            k: Vec::with_capacity(blocks * pairs),
+            d: Vec::with_capacity(blocks),
+            mul: Vec::with_capacity(blocks),
+            shift: Vec::with_capacity(blocks),
+            reach: 0,
+            rest: Vec::new(),
+        };
+        for b in 0..blocks {
+            let mut starts = [0u32; LANES];
+            let (mut d, mut mul, mut shift) = ([1u16; 16], [0u16; 16], [0u32; 16]);
+            let mut ctl = vec![[0x80u8; 32]; pairs * pieces];
+            let mut k = vec![[0i8; 32]; pairs];
+            if plan.whole[b] {
+                for (l, start) in starts.iter_mut().enumerate() {
+                    let (m, x0) = lane(b, l);
+                    let lo =
+                        (x0..x0 + LANE).flat_map(|x| taps_of(x).into_iter().map(move |(j, _)| byte(m, x, j)));
+                    // Pulled back from the row's end: no load leaves the row.
+                    *start = lo.min()?.min(row_len - span) as u32;
+                }
+                for (l, m, x) in live(b) {
+                    let i = x - lane(b, l).1;
+                    let w = 16 * l + 2 * i;
+                    let (s, multiplier) = (divide(t.d[x])?, t.d[x]);
+                    (d[8 * l + i], mul[8 * l + i], shift[8 * l + i]) = (multiplier as u16, s.0, s.1 as u32);
+                    for (n, (j, kx)) in taps_of(x).into_iter().enumerate() {
+                        let at = byte(m, x, j) - starts[l] as usize;
+                        assert!(at < span, "the window holds every tap with a weight");
+                        let (p, h) = (n / 2, n % 2);
+                        ctl[p * pieces + at / 16][w + h] = (at % 16) as u8;
+                        k[p][w + h] = i8::try_from(2 * kx).ok()?;
+                    }
+                    for kp in &k {
+                        if 255 * (kp[w] as i32 + kp[w + 1] as i32) > i16::MAX as i32 {
+                            return None;
+                        }
+                    }
+                }
+                plan.reach = plan.reach.max(starts.iter().map(|&s| s as usize + span).max().unwrap_or(0));
+            }
+            plan.bases.push(starts);
+            plan.ctl.extend(ctl.into_iter().map(Aligned32));
+            plan.k.extend(k.into_iter().map(Aligned32));
+            plan.d.push(Aligned32(d));
+            plan.mul.push(Aligned32(mul));
+            plan.shift.push(Aligned32(shift));
+        }
+        // A block that is not whole covers the outputs of the 2^-22 plan's blocks 2b and 2b + 1
+        // (eight dwords: eight outputs of one member, four of each of two).
+        // The 2^-22 blocks past the last one here are in `rest` too (a row that does not end on
+        // sixteen outputs), so that the scalar loops do no more than without this plan.
+        let b8 = b8?;
+        plan.rest = (0..blocks as u32)
+            .filter(|&b| !plan.whole[b as usize])
+            .flat_map(|b| [2 * b, 2 * b + 1])
+            .collect();
+        plan.rest.extend(2 * blocks as u32..b8.targets.len() as u32);
+        plan.done = plan.done.max(b8.done);
+        let covered = plan.rest.iter().all(|&r| (r as usize) < b8.targets.len());
+        (covered && plan.whole.iter().any(|&w| w)).then_some(plan)
+    }
+}
