@@ -26,9 +26,12 @@ use std::ops::Range;
 mod taps;
 #[cfg(target_arch = "aarch64")]
 use taps::rows_first_w8;
-use taps::{multitap_horizontal, multitap_vertical};
 #[cfg(target_arch = "x86_64")]
-use taps::{pack_rows, rows_first_avx2, rows_first_avx512, split_packs, split_rows, Across, RowsFirst};
+use taps::{
+    avx2_pil8, avx2_pil8_takes, pack_rows, rows_first_avx2, rows_first_avx512, split_packs, split_rows,
+    Across, RowsFirst,
+};
+use taps::{multitap_horizontal, multitap_vertical};
 
 /// The widest level this CPU has.
 #[cfg(target_arch = "x86_64")]
@@ -366,6 +369,38 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                             ahead| unsafe {
                     avx512::vertical_bytes(rows, wi, whole, out, ahead)
                 };
+                let (groups, made) = multitap::pil8_row(
+                    m,
+                    &c.comps,
+                    &src.planes,
+                    cy,
+                    &mut s.ring,
+                    &mut s.comps,
+                    takes,
+                    horiz,
+                    vert,
+                );
+                s.ring.packed_rows = packed;
+                skip |= groups;
+                s.counts.sampled += made;
+            }
+            // PIL's filters at AVX2: a ring of bytes too, for every group the level's blocks take
+            // (`avx2_pil8_takes`). Over the f32 ring, 1080p NV12 `bilinear-antialias`'s vertical
+            // pass read four bytes a sample from L2 (a quarter of the frame, Zen 2).
+            #[cfg(target_arch = "x86_64")]
+            if !c.avx512() && c.avx2() && m.round_between && !s.ring.btags[0].is_empty() {
+                let mut packed = std::mem::take(&mut s.ring.packed_rows);
+                let have_packed = !packed.is_empty();
+                let takes = |g: usize| avx2_pil8_takes(c, m, g, have_packed);
+                let horiz = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize| {
+                    avx2_pil8(m, g, rows, out, ahead, &mut packed)
+                };
+                let vert =
+                    |rows: &[*const u8],
+                     wi: &[i32],
+                     whole: Option<(&[i16], u8, (u16, u16))>,
+                     out: &mut [f32],
+                     ahead| unsafe { avx2::vertical_bytes(rows, wi, whole, out, ahead) };
                 let (groups, made) = multitap::pil8_row(
                     m,
                     &c.comps,

@@ -512,17 +512,14 @@ impl Converter {
 
         let workers = workers::Workers::new(threads.clamp(1, 64))
             .map_err(|e| Error::io(format!("starting {} conversion threads", threads.clamp(1, 64)), e))?;
-        // Per component, the slots of its multi-tap ring (none: 0), and of PIL's ring of bytes,
-        // kept where a group has whole weights (`multitap::pil8_row`).
+        // Per component, the slots of its multi-tap ring (none: 0), and of PIL's ring of bytes
+        // (`multitap::pil8_row`).
         let ring_slots: [usize; 4] = std::array::from_fn(|k| match (&multi, comps.get(k)) {
             (Some(m), Some(comp)) => multitap::ring_slots(m.rows[usize::from(comp.chroma)].taps),
             _ => 0,
         });
-        let whole = multi.as_ref().is_some_and(|m| {
-            m.groups
-                .iter()
-                .any(|g| g.whole.is_some() || g.compact.as_ref().is_some_and(|p| p.whole.is_some()))
-        });
+        // (AVX2 filters every PIL group through it: `driver::avx2_pil8`.)
+        let whole = multi.as_ref().is_some_and(|m| m.round_between && cfg!(target_arch = "x86_64"));
         let byte_slots = ring_slots.map(|n| if whole { n } else { 0 });
         let scratch = (0..workers.bands())
             .map(|_| {

@@ -16,11 +16,13 @@ use std::arch::x86_64::*;
 
 mod pixels;
 mod taps;
+mod vertical;
 mod whole;
 use super::hint::{prefetch, prefetch_span};
-pub(super) use pixels::{pixel_words, pixels};
-pub(super) use taps::{box_blocks, box_sums, multitap, multitap_vertical, pack_bytes};
-pub(super) use whole::whole;
+pub(super) use pixels::{pixel_words, pixels, pixels_bytes};
+pub(super) use taps::{box_blocks, box_sums, multitap, multitap_bytes, multitap_vertical, pack_bytes};
+pub(super) use vertical::vertical_bytes;
+pub(super) use whole::{whole, whole_bytes};
 
 /// The CPU has what the kernels here use.
 pub(super) fn detect() -> bool {

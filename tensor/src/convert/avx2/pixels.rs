@@ -39,7 +39,41 @@ pub(in crate::convert) unsafe fn pixels(
     );
     assert!(!plan.words, "a plan over bytes");
     for (row, out) in rows.iter().zip(out) {
-        unsafe { run::<false>(row, plan, pil, members, out, TAP_UNIT, (ahead, Trickle::NONE)) };
+        unsafe { run::<false, false>(row, plan, pil, members, out, TAP_UNIT, (ahead, Trickle::NONE)) };
+    }
+    plan.done
+}
+
+/// `pixels` for PIL's filters into rows of bytes (`multitap::pil8_row`).
+///
+/// # Safety
+/// As `pixels`, each row `plan.done` writable bytes.
+#[target_feature(enable = "avx2,fma")]
+pub(in crate::convert) unsafe fn pixels_bytes(
+    rows: &[&[u8]],
+    plan: &Pixels,
+    members: usize,
+    out: &[[*mut u8; 4]],
+    ahead: usize,
+) -> usize {
+    assert!(
+        rows.len() == out.len() && rows.iter().all(|r| plan.reach <= r.len()),
+        "loads stay inside the rows"
+    );
+    assert!(plan.hi.len() >= 4 * plan.pairs * (plan.done / 8) && plan.lo.len() == plan.hi.len());
+    assert!(plan.bases.len() >= plan.done && (3..=4).contains(&members) && !plan.words);
+    let blocks = plan.done / 8;
+    assert!(
+        plan.whole.is_empty()
+            || (plan.whole.len() >= blocks
+                && plan.wk.len() >= 4 * blocks * plan.windows
+                && [&plan.wd, &plan.wm, &plan.ws].iter().all(|v| v.len() >= 4 * blocks)),
+        "whole-weight tables for every block"
+    );
+    for (row, out) in rows.iter().zip(out) {
+        // The same pointers, cast back to bytes where the kernel stores.
+        let out = out.map(|p| p as *mut f32);
+        unsafe { run::<false, true>(row, plan, true, members, &out, TAP_UNIT, (ahead, Trickle::NONE)) };
     }
     plan.done
 }
@@ -66,7 +100,7 @@ pub(in crate::convert) unsafe fn pixel_words(
         "loads stay inside the sums"
     );
     assert!(plan.hi.len() >= 4 * plan.pairs * (plan.done / 8) && plan.bases.len() >= plan.done);
-    unsafe { run::<true>(bytes, plan, false, members, &out, inv, (0, ahead)) };
+    unsafe { run::<true, false>(bytes, plan, false, members, &out, inv, (0, ahead)) };
     plan.done
 }
 
@@ -74,7 +108,7 @@ pub(in crate::convert) unsafe fn pixel_words(
 /// `ahead`: how far on the lines read are asked for again (`pixel_blocks`), and the lines asked
 /// for through the blocks (`hint::Trickle`).
 #[inline(always)]
-unsafe fn run<const WORDS: bool>(
+unsafe fn run<const WORDS: bool, const BYTES: bool>(
     row: &[u8],
     plan: &Pixels,
     pil: bool,
@@ -95,16 +129,16 @@ unsafe fn run<const WORDS: bool>(
                 let t = (&mut trickle, per);
                 match (pil, members) {
                     (true, 3) => unsafe {
-                        pixel_blocks::<$w, true, 3, WORDS>(src, plan, range, out, scale, ahead, t)
+                        pixel_blocks::<$w, true, 3, WORDS, BYTES>(src, plan, range, out, scale, ahead, t)
                     },
                     (true, _) => unsafe {
-                        pixel_blocks::<$w, true, 4, WORDS>(src, plan, range, out, scale, ahead, t)
+                        pixel_blocks::<$w, true, 4, WORDS, BYTES>(src, plan, range, out, scale, ahead, t)
                     },
                     (false, 3) => unsafe {
-                        pixel_blocks::<$w, false, 3, WORDS>(src, plan, range, out, scale, ahead, t)
+                        pixel_blocks::<$w, false, 3, WORDS, BYTES>(src, plan, range, out, scale, ahead, t)
                     },
                     (false, _) => unsafe {
-                        pixel_blocks::<$w, false, 4, WORDS>(src, plan, range, out, scale, ahead, t)
+                        pixel_blocks::<$w, false, 4, WORDS, BYTES>(src, plan, range, out, scale, ahead, t)
                     },
                 }
             }};
@@ -124,7 +158,13 @@ unsafe fn run<const WORDS: bool>(
 /// `per` lines of `trickle` asked for a block.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn pixel_blocks<const W: usize, const PIL: bool, const M: usize, const WORDS: bool>(
+unsafe fn pixel_blocks<
+    const W: usize,
+    const PIL: bool,
+    const M: usize,
+    const WORDS: bool,
+    const BYTES: bool,
+>(
     src: *const u8,
     plan: &Pixels,
     range: std::ops::Range<usize>,
@@ -231,6 +271,18 @@ unsafe fn pixel_blocks<const W: usize, const PIL: bool, const M: usize, const WO
                 _mm256_unpacklo_epi64(t1, t3),
                 _mm256_unpackhi_epi64(t1, t3),
             ];
+            if BYTES {
+                // PIL's bytes (below 256): channel m's eight in the m-th quarter.
+                let b4 =
+                    _mm256_packus_epi16(_mm256_packus_epi32(ch[0], ch[1]), _mm256_packus_epi32(ch[2], ch[3]));
+                let v = _mm256_permutevar8x32_epi32(b4, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+                let (l0, l1) = (_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+                let halves = [l0, _mm_unpackhi_epi64(l0, l0), l1, _mm_unpackhi_epi64(l1, l1)];
+                for m in 0..M {
+                    _mm_storel_epi64((out[m] as *mut u8).add(8 * b) as *mut __m128i, halves[m]);
+                }
+                continue;
+            }
             for m in 0..M {
                 _mm256_storeu_ps(out[m].add(8 * b), _mm256_castsi256_ps(ch[m]));
             }

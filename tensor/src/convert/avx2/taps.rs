@@ -28,10 +28,40 @@ pub(in crate::convert) unsafe fn multitap(
     only: Option<&[u32]>,
     ahead: usize,
 ) -> usize {
+    unsafe { multitap_to::<false>(rows, plan, pil, out, only, ahead) }
+}
+
+/// `multitap` for PIL's filters into rows of bytes (`multitap::pil8_row`).
+///
+/// # Safety
+/// As `multitap`, each row `plan.done` writable bytes.
+#[target_feature(enable = "avx2,fma")]
+pub(in crate::convert) unsafe fn multitap_bytes(
+    rows: &[&[u8]],
+    plan: &Blocks,
+    out: &[[*mut u8; 4]],
+    only: Option<&[u32]>,
+    ahead: usize,
+) -> usize {
+    // The same pointers, cast back to bytes where the kernel stores.
+    let out = unsafe { std::slice::from_raw_parts(out.as_ptr() as *const [*mut f32; 4], out.len()) };
+    unsafe { multitap_to::<true>(rows, plan, true, out, only, ahead) }
+}
+
+#[inline(always)]
+unsafe fn multitap_to<const BYTES: bool>(
+    rows: &[&[u8]],
+    plan: &Blocks,
+    pil: bool,
+    out: &[[*mut f32; 4]],
+    only: Option<&[u32]>,
+    ahead: usize,
+) -> usize {
     assert!(
         rows.len() == out.len() && rows.iter().all(|r| plan.reach <= r.len()),
         "loads stay inside the rows"
     );
+    assert!(pil || !BYTES, "bytes are PIL's");
     let members = out.first().map_or(0, |o| o.iter().take_while(|p| !p.is_null()).count());
     // Three rows share the controls and weights, even where their windows (three or four pieces
     // each) spill registers: RGBA's four pieces one row at a time measured area 1.16 ms and
@@ -40,9 +70,11 @@ pub(in crate::convert) unsafe fn multitap(
     macro_rules! by_slide {
         ($l:expr, $pil:expr, $m:expr, $r:expr, $rows:expr, $out:expr) => {
             match plan.slide {
-                true => unsafe { multitap_blocks::<$l, $pil, $m, $r, true>($rows, plan, $out, only, ahead) },
+                true => unsafe {
+                    multitap_blocks::<$l, $pil, $m, $r, true, BYTES>($rows, plan, $out, only, ahead)
+                },
                 false => unsafe {
-                    multitap_blocks::<$l, $pil, $m, $r, false>($rows, plan, $out, only, ahead)
+                    multitap_blocks::<$l, $pil, $m, $r, false, BYTES>($rows, plan, $out, only, ahead)
                 },
             }
         };
@@ -77,6 +109,8 @@ pub(in crate::convert) unsafe fn multitap(
         (true, 2) => by_pieces!(true, 2),
         (true, 3) => by_pieces!(true, 3),
         (true, _) => by_pieces!(true, 4),
+        // (Bytes are PIL's only: no code for the others.)
+        (false, _) if BYTES => 0,
         (false, 1) => by_pieces!(false, 1),
         (false, 2) => by_pieces!(false, 2),
         (false, 3) => by_pieces!(false, 3),
@@ -87,7 +121,14 @@ pub(in crate::convert) unsafe fn multitap(
 /// Rows `rows[..R]` into `out[..R]` (see `multitap`); `S`: the window slides per pair
 /// (`Blocks::slide`).
 #[inline(always)]
-unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const R: usize, const S: bool>(
+unsafe fn multitap_blocks<
+    const L: usize,
+    const PIL: bool,
+    const M: usize,
+    const R: usize,
+    const S: bool,
+    const BYTES: bool,
+>(
     rows: &[&[u8]],
     plan: &Blocks,
     out: &[[*mut f32; 4]],
@@ -171,6 +212,10 @@ unsafe fn multitap_blocks<const L: usize, const PIL: bool, const M: usize, const
                     true => _mm256_castsi256_ps(pil_bytes(sh[i], sl[i])),
                     false => _mm256_mul_ps(_mm256_cvtepi32_ps(sh[i]), unit),
                 };
+                if BYTES {
+                    store_lane_bytes::<M>(&out[i], b, _mm256_castps_si256(v));
+                    continue;
+                }
                 store_lanes::<M>(&out[i], b, v);
             }
         }
@@ -188,6 +233,36 @@ pub(super) unsafe fn pil_bytes(sh: __m256i, sl: __m256i) -> __m256i {
     );
     let s = _mm256_srai_epi32::<{ PIL_SHIFT as i32 }>(s);
     _mm256_min_epi32(_mm256_max_epi32(s, _mm256_setzero_si256()), _mm256_set1_epi32(255))
+}
+
+/// `store_lanes` of PIL's bytes (dwords below 256) into rows of bytes.
+#[inline(always)]
+unsafe fn store_lane_bytes<const M: usize>(out: &[*mut f32; 4], b: usize, v: __m256i) {
+    unsafe {
+        // Each lane's four bytes in its first dword.
+        let v = _mm256_packus_epi16(_mm256_packus_epi32(v, v), v);
+        let (l0, l1) = (_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+        let put = |m: usize, x: usize, l: __m128i| {
+            (out[m] as *mut u8).add(x).cast::<i32>().write_unaligned(_mm_cvtsi128_si32(l))
+        };
+        match M {
+            1 => {
+                put(0, 8 * b, l0);
+                put(0, 8 * b + 4, l1);
+            }
+            2 => {
+                put(0, 4 * b, l0);
+                put(1, 4 * b, l1);
+            }
+            _ => {
+                let (x, m) = (4 * (b / 2), 2 * (b % 2));
+                put(m, x, l0);
+                if m + 1 < M {
+                    put(m + 1, x, l1);
+                }
+            }
+        }
+    }
 }
 
 /// Block `b`'s eight dwords into its members' rows by the lanes of `Blocks::new`: one member's

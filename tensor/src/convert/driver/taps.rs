@@ -210,6 +210,75 @@ unsafe fn avx2_blocks(
     }
 }
 
+/// Whether PIL's byte ring at AVX2 takes group `gi` (`avx2_pil8`): the level has byte blocks
+/// for it (`packed`: the scratch for packed rows exists).
+#[cfg(target_arch = "x86_64")]
+pub(super) fn avx2_pil8_takes(c: &Converter, m: &MultiTap, gi: usize, packed: bool) -> bool {
+    let g = &m.groups[gi];
+    let len = m.row_len[c.comps[g.members[0]].plane];
+    g.px8.as_ref().is_some_and(|p| p.reach <= len)
+        || (packed && g.compact.as_ref().is_some_and(|p| p.b8.as_ref().is_some_and(|b| b.reach <= p.len)))
+        || g.b8.as_ref().is_some_and(|p| p.reach <= len)
+}
+
+/// PIL's horizontal pass at AVX2 into the byte ring (`multitap::pil8_row`) for the groups
+/// `avx2_pil8_takes` takes, in the order of `multitap_horizontal`: four-byte pixels' blocks,
+/// else the blocks over the packed rows, else over the rows; whole-weight blocks where the group
+/// has them (`avx2_blocks`). Returns the outputs each member has from the blocks.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn avx2_pil8(
+    m: &MultiTap,
+    gi: usize,
+    rows: &[&[u8]],
+    out: &[[*mut u8; 4]],
+    ahead: usize,
+    packed: &mut [u8],
+) -> usize {
+    let g = &m.groups[gi];
+    let fits = |reach: usize| rows.iter().all(|r| reach <= r.len());
+    if let Some(plan) = g.px8.as_ref().filter(|p| fits(p.reach)) {
+        return unsafe { avx2::pixels_bytes(rows, plan, g.members.len(), out, ahead) };
+    }
+    let compact = g.compact.as_deref().filter(|_| !packed.is_empty());
+    if let Some((p, plan)) = compact.and_then(|p| p.b8.as_ref().filter(|b| b.reach <= p.len).map(|b| (p, b)))
+    {
+        let pack = |row: &[u8], out: &mut [u8]| unsafe { avx2::pack_bytes(row, p.from, out, ahead) };
+        let packed_rows = pack_rows(rows, p, packed, pack);
+        let whole = p.whole8.as_ref().filter(|w| w.reach <= p.len);
+        // The packed rows are the scratch's: the frame's lines were asked for above.
+        return unsafe { avx2_byte_blocks(&packed_rows[..rows.len()], plan, whole, out, 0) };
+    }
+    match g.b8.as_ref().filter(|p| fits(p.reach)) {
+        Some(plan) => unsafe {
+            avx2_byte_blocks(rows, plan, g.whole8.as_ref().filter(|w| fits(w.reach)), out, ahead)
+        },
+        None => 0,
+    }
+}
+
+/// `avx2_blocks` into rows of bytes.
+///
+/// # Safety
+/// As `avx2::multitap_bytes`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn avx2_byte_blocks(
+    rows: &[&[u8]],
+    plan: &Blocks,
+    whole: Option<&Whole8>,
+    out: &[[*mut u8; 4]],
+    ahead: usize,
+) -> usize {
+    match whole {
+        Some(w) if rows.len() <= 3 => unsafe {
+            avx2::whole_bytes(rows, w, out, ahead);
+            avx2::multitap_bytes(rows, plan, out, Some(&w.rest), 0);
+            w.done
+        },
+        _ => unsafe { avx2::multitap_bytes(rows, plan, out, None, ahead) },
+    }
+}
+
 /// A multi-tap filter's vertical pass into the first outputs of `out` (see `multitap_row`): the
 /// outputs the level's kernel makes, 0 at the baseline.
 #[inline(always)]

@@ -59,16 +59,19 @@ pub(in crate::convert) struct Whole {
 
 /// `(m, s)` with `⌊⌊t · m / 2^16⌋ / 2^s⌋ = ⌊t / 2D⌋` for every `t = 2S + D`, `0 ≤ S ≤ 255 · D`.
 pub(in crate::convert) fn divider(d: u16) -> Option<(u16, u16)> {
-    let (d, top) = (d as u32, 255 * d as u32);
-    (0..16u32).find_map(|s| {
-        let m = ((1u64 << (16 + s)).div_ceil(2 * d as u64)) as u32;
-        (m < 1 << 16
-            && (0..=top).all(|v| {
-                let t = 2 * v + d;
-                (t * m) >> 16 >> s == t / (2 * d)
-            }))
-        .then_some((m as u16, s as u16))
-    })
+    (0..16u16).find_map(|s| divider_at(d, s).map(|m| (m, s)))
+}
+
+/// The multiplier `m` of `divider` for the shift `s`, where one does it.
+pub(in crate::convert) fn divider_at(d: u16, s: u16) -> Option<u16> {
+    let (d, top, s) = (d as u32, 255 * d as u32, s as u32);
+    let m = ((1u64 << (16 + s)).div_ceil(2 * d as u64)) as u32;
+    (m < 1 << 16
+        && (0..=top).all(|v| {
+            let t = 2 * v + d;
+            (t * m) >> 16 >> s == t / (2 * d)
+        }))
+    .then_some(m as u16)
 }
 
 impl Whole {

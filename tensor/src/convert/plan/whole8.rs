@@ -7,12 +7,14 @@
 //! piece a pair: 1080p NV12 `bilinear-antialias` at AVX2 spent 60 % of its time in those
 //! (docs/benchmarks.md, twelfth session). A pair is an output's next two taps of non-zero weight,
 //! so a 3× triangle (1, 2, 3, 2, 1 over 9) takes three pairs whatever its zero taps. The sum
-//! `2S + D` becomes PIL's byte `⌊(2S + D) / 2D⌋` by a multiply-high per lane and, widened to dwords,
-//! a shift per lane (`whole::divider`; AVX2 shifts words by one count only). Outputs that are not whole, or whole only with ties (`weights::pil_tied`),
+//! `2S + D` becomes PIL's byte `⌊(2S + D) / 2D⌋` by a multiply-high per lane and one shift for the
+//! block (AVX2 shifts words by one count only): a block's `D`s share one (`whole::divider_at`), or
+//! it is not whole. As dwords shifted per lane, widened and packed back, the division took a
+//! third of the kernel's time. Outputs that are not whole, or whole only with ties (`weights::pil_tied`),
 //! leave their block to the 2^-22 blocks of the same outputs (`rest`).
 
 use super::taps::Blocks;
-use super::whole::divider;
+use super::whole::divider_at;
 use super::{Aligned32, Taps};
 use std::collections::HashMap;
 
@@ -39,10 +41,10 @@ pub(in crate::convert) struct Whole8 {
     /// `[block][pair]`: twice the taps' whole weights as signed bytes (the sums start at `D`, so
     /// they are `2S + D` with no more adds).
     pub(in crate::convert) k: Vec<Aligned32<[i8; 32]>>,
-    /// `[block]`, per lane: `D`, and the multiplier and shift (a dword each) of `⌊t / 2D⌋`.
+    /// `[block]`, per lane: `D` and the multiplier of `⌊t / 2D⌋`; per block, its shift.
     pub(in crate::convert) d: Vec<Aligned32<[u16; 16]>>,
     pub(in crate::convert) mul: Vec<Aligned32<[u16; 16]>>,
-    pub(in crate::convert) shift: Vec<Aligned32<[u32; 16]>>,
+    pub(in crate::convert) shift: Vec<u64>,
     /// Bytes from the row's start that every load stays below.
     pub(in crate::convert) reach: usize,
     /// The blocks of the group's 2^-22 plan (`taps::Blocks`, eight dword lanes) that make the
@@ -81,19 +83,22 @@ impl Whole8 {
             _ => (l, LANE * b),
         };
         let mut dividers = HashMap::new();
-        let mut divide = |d: u8| *dividers.entry(d).or_insert_with(|| divider(d as u16));
+        let mut divide = |d: u8, s: u16| *dividers.entry((d, s)).or_insert_with(|| divider_at(d as u16, s));
         // Per output: `D` and its (tap, weight) with weights, where whole with a divider.
         let taps_of = |x: usize| -> Vec<(usize, i16)> {
             (0..t.taps).map(|j| (j, t.k[x * t.taps + j])).filter(|&(_, k)| k != 0).collect()
         };
-        let whole: Vec<bool> = (0..blocks)
+        // Per block, the least shift that divides every output's `D` (none: not whole).
+        let shifts: Vec<Option<u16>> = (0..blocks)
             .map(|b| {
-                (0..LANES).all(|l| {
-                    let x0 = lane(b, l).1;
-                    (x0..x0 + LANE).all(|x| t.d[x] != 0 && divide(t.d[x]).is_some())
-                })
+                let xs = || (0..LANES).flat_map(|l| lane(b, l).1..lane(b, l).1 + LANE);
+                match xs().all(|x| t.d[x] != 0) {
+                    true => (0..16).find(|&s| xs().all(|x| divide(t.d[x], s).is_some())),
+                    false => None,
+                }
             })
             .collect();
+        let whole: Vec<bool> = shifts.iter().map(Option::is_some).collect();
         let live = |b: usize| {
             (0..LANES).flat_map(move |l| (0..LANE).map(move |i| (l, lane(b, l).0, lane(b, l).1 + i)))
         };
@@ -128,9 +133,10 @@ impl Whole8 {
             reach: 0,
             rest: Vec::new(),
         };
-        for b in 0..blocks {
+        for (b, &shift) in shifts.iter().enumerate() {
             let mut starts = [0u32; LANES];
-            let (mut d, mut mul, mut shift) = ([1u16; 16], [0u16; 16], [0u32; 16]);
+            let (mut d, mut mul) = ([1u16; 16], [0u16; 16]);
+            let shift = shift.unwrap_or(0);
             let mut ctl = vec![[0x80u8; 32]; pairs * pieces];
             let mut k = vec![[0i8; 32]; pairs];
             if plan.whole[b] {
@@ -144,8 +150,7 @@ impl Whole8 {
                 for (l, m, x) in live(b) {
                     let i = x - lane(b, l).1;
                     let w = 16 * l + 2 * i;
-                    let (s, multiplier) = (divide(t.d[x])?, t.d[x]);
-                    (d[8 * l + i], mul[8 * l + i], shift[8 * l + i]) = (multiplier as u16, s.0, s.1 as u32);
+                    (d[8 * l + i], mul[8 * l + i]) = (t.d[x] as u16, divide(t.d[x], shift)?);
                     for (n, (j, kx)) in taps_of(x).into_iter().enumerate() {
                         let at = byte(m, x, j) - starts[l] as usize;
                         assert!(at < span, "the window holds every tap with a weight");
@@ -166,7 +171,7 @@ impl Whole8 {
             plan.k.extend(k.into_iter().map(Aligned32));
             plan.d.push(Aligned32(d));
             plan.mul.push(Aligned32(mul));
-            plan.shift.push(Aligned32(shift));
+            plan.shift.push(shift as u64);
         }
         // A block that is not whole covers the outputs of the 2^-22 plan's blocks 2b and 2b + 1
         // (eight dwords: eight outputs of one member, four of each of two).

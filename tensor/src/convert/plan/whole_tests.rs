@@ -225,3 +225,114 @@ fn whole_blocks_give_pils_bytes() {
         "{checked} outputs, {rest} blocks not whole, {ties} ties"
     );
 }
+
+/// The AVX2 whole-weight blocks (`whole8::Whole8`) run in scalar as the kernel runs them: per
+/// lane its window, per tap pair and piece a `pshufb` control (one piece at most names each
+/// byte), the signed-byte weights in pairs from `D`, the block's multiply-high and shift: every
+/// whole block's output is PIL's byte, on gray, NV12 (the interleaved chroma pair) and YUY2's
+/// packed rows at 3×, 2.5×, 1.5× and odd ratios; the blocks that are not whole and those past the
+/// last name the 2^-22 blocks of their outputs.
+#[test]
+#[allow(clippy::needless_range_loop)]
+fn avx2_whole_blocks_give_pils_bytes() {
+    use crate::preprocess::Interpolation as I;
+    let mut next = xorshift(0x853c_49e6_748f_ea9bu64);
+    let (mut checked, mut plans) = (0, 0);
+    let filter = Filter::of(I::BilinearAntialias, true).unwrap();
+    for format in [PixelFormat::Gray8, PixelFormat::Nv12, PixelFormat::Yuy2] {
+        let (_, comps) = components(format).unwrap();
+        for (w, n) in [(1920, 640), (1600, 640), (960, 640), (1000, 333), (1000, 700)] {
+            let div = if format == PixelFormat::Gray8 { 1 } else { 2 };
+            let cols = [
+                multi_axis(n, 0, w, 1, 0, w - 1, filter, 0.0),
+                multi_axis(n, 0, w, div, 0, w / div - 1, filter, 0.0),
+            ];
+            let row_len: [usize; 3] = std::array::from_fn(|p| match p < format.num_planes() {
+                true => format.plane_sampling(p, 1).row_bytes(w),
+                false => 0,
+            });
+            let plan = MultiTap::new(cols.clone(), cols.clone(), &comps, row_len, true);
+            for g in &plan.groups {
+                let lead = comps[g.members[0]];
+                let t = &cols[usize::from(lead.chroma)];
+                // The plan over the row, or over the row packed from the group's first byte.
+                let (w8, b8, from, step, bases): (_, _, usize, usize, Vec<&[u32]>) = match &g.compact {
+                    Some(c) if c.whole8.is_some() => (
+                        c.whole8.as_ref(),
+                        c.b8.as_ref(),
+                        c.from,
+                        g.members.len(),
+                        c.base.iter().map(|b| &b[..]).collect(),
+                    ),
+                    _ => (
+                        g.whole8.as_ref(),
+                        g.b8.as_ref(),
+                        usize::MAX,
+                        lead.step,
+                        g.members.iter().map(|&k| &plan.base[k][..]).collect(),
+                    ),
+                };
+                let Some(wb) = w8 else { continue };
+                plans += 1;
+                let b8 = b8.expect("whole blocks come with the 2^-22 blocks");
+                let mm = g.members.len();
+                let own = wb.whole.len();
+                assert!(wb.rest.iter().all(|&r| (r as usize) < b8.targets.len()));
+                for b in (0..own).filter(|&b| !wb.whole[b]) {
+                    assert!(wb.rest.contains(&(2 * b as u32)) && wb.rest.contains(&(2 * b as u32 + 1)));
+                }
+                assert!(
+                    (2 * own..b8.targets.len()).all(|r| wb.rest.contains(&(r as u32))),
+                    "blocks past the last"
+                );
+                for round in 0..3 {
+                    let source: Vec<u8> = (0..row_len[lead.plane]).map(|_| next() as u8).collect();
+                    let row: Vec<u8> = match from {
+                        usize::MAX => source.clone(),
+                        f => source.iter().skip(f).step_by(2).copied().collect(),
+                    };
+                    assert!(wb.reach <= row.len());
+                    for b in (0..own).filter(|&b| wb.whole[b]) {
+                        for l in 0..2 {
+                            let (m, x0) = if mm == 1 { (0, 16 * b + 8 * l) } else { (l, 8 * b) };
+                            let win = &row[wb.bases[b][l] as usize..][..16 * wb.pieces];
+                            for i in 0..8 {
+                                let lane = 8 * l + i;
+                                let mut s = wb.d[b].0[lane] as i32;
+                                for p in 0..wb.pairs {
+                                    let at = b * wb.pairs + p;
+                                    for h in 0..2 {
+                                        let idx = 16 * l + 2 * i + h;
+                                        let named: Vec<usize> = (0..wb.pieces)
+                                            .filter(|&q| wb.ctl[at * wb.pieces + q].0[idx] & 0x80 == 0)
+                                            .collect();
+                                        assert!(named.len() <= 1, "one piece a byte");
+                                        if let Some(&q) = named.first() {
+                                            let v = win[16 * q + wb.ctl[at * wb.pieces + q].0[idx] as usize];
+                                            s += v as i32 * wb.k[at].0[idx] as i32;
+                                        }
+                                    }
+                                }
+                                let q = ((s as u32 * wb.mul[b].0[lane] as u32) >> 16) >> wb.shift[b];
+                                let x = x0 + i;
+                                let pil: i64 = (0..t.taps)
+                                    .map(|j| {
+                                        t.wi[x * t.taps + j] as i64
+                                            * row[bases[m][x] as usize + step * j] as i64
+                                    })
+                                    .sum::<i64>();
+                                let pil = ((pil + (1 << 21)) >> 22).clamp(0, 255);
+                                assert_eq!(
+                                    q as i64, pil,
+                                    "{format:?} {w}->{n} round {round} block {b} lane {l} output {x}"
+                                );
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 20_000 && plans >= 8, "{checked} outputs, {plans} plans");
+}

@@ -1,0 +1,216 @@
+//! The AVX2 level's PIL vertical pass over the byte ring (`multitap::pil8_row`).
+
+use super::whole::mulhi;
+use crate::convert::hint::Trickle;
+use crate::convert::plan::{PIL_HALF, PIL_SHIFT};
+use std::arch::x86_64::*;
+
+/// PIL's vertical pass over rows of bytes into a component's row (f32 values of PIL's bytes):
+/// with whole weights (`div`: `D`'s divider) 32 outputs a step in u16 lanes (`2S + D` fits:
+/// `plan::WHOLE_MAX`) and the multiply-high division; else PIL's 2^-22 weights in i32, eight a
+/// step; the lines `ahead` asked for through the steps. Over the f32 ring (i32 bits, four bytes
+/// a sample) the pass read 60 KB a 1080p NV12 output row from L2 and took a quarter of the
+/// frame at AVX2 (Zen 2). Returns the outputs it wrote (whole steps).
+///
+/// # Safety
+/// The CPU has AVX2; every row pointer is readable for `out.len()` bytes.
+#[target_feature(enable = "avx2,fma")]
+pub(in crate::convert) unsafe fn vertical_bytes(
+    rows: &[*const u8],
+    wi: &[i32],
+    whole: Option<(&[i16], u8, (u16, u16))>,
+    out: &mut [f32],
+    ahead: Trickle,
+) -> usize {
+    match ahead.is_empty() {
+        true => unsafe { vertical_bytes_of::<false>(rows, wi, whole, out, ahead) },
+        false => unsafe { vertical_bytes_of::<true>(rows, wi, whole, out, ahead) },
+    }
+}
+
+/// `vertical_bytes` asking for lines (`ASK`) or not, each its own loop (as AVX-512's).
+#[target_feature(enable = "avx2,fma")]
+#[inline(never)]
+unsafe fn vertical_bytes_of<const ASK: bool>(
+    rows: &[*const u8],
+    wi: &[i32],
+    whole: Option<(&[i16], u8, (u16, u16))>,
+    out: &mut [f32],
+    mut ahead: Trickle,
+) -> usize {
+    let o = out.as_mut_ptr();
+    match whole {
+        // Doubled weights that are signed bytes: `pmaddubsw` over each row's even and odd bytes.
+        Some((k, d, div)) if k.len() <= rows.len() && k.iter().all(|&k| (0..=63).contains(&k)) => {
+            let rows = &rows[..k.len()];
+            macro_rules! taps {
+                ($($t:literal)*) => {
+                    match rows.len() {
+                        $($t => unsafe { halves::<$t, ASK>(rows, k, d, div, o, out.len(), &mut ahead) },)*
+                        _ => unsafe { halves_any::<ASK>(rows, k, d, div, o, out.len(), &mut ahead) },
+                    }
+                };
+            }
+            taps!(1 2 3 4 5 6 7 8)
+        }
+        _ => {
+            let n = out.len() / 8 * 8;
+            let rows = &rows[..wi.len().min(rows.len())];
+            let (half, zero, top) =
+                (_mm256_set1_epi32(PIL_HALF), _mm256_setzero_si256(), _mm256_set1_epi32(255));
+            let per = ahead.pace(n / 8);
+            for x in (0..n).step_by(8) {
+                if ASK {
+                    ahead.ask(per);
+                }
+                unsafe {
+                    let mut a = half;
+                    for (&r, &w) in rows.iter().zip(wi) {
+                        let v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(r.add(x) as *const __m128i));
+                        a = _mm256_add_epi32(a, _mm256_mullo_epi32(v, _mm256_set1_epi32(w)));
+                    }
+                    let s = _mm256_srai_epi32::<{ PIL_SHIFT as i32 }>(a);
+                    _mm256_storeu_ps(
+                        o.add(x),
+                        _mm256_cvtepi32_ps(_mm256_min_epi32(_mm256_max_epi32(s, zero), top)),
+                    );
+                }
+            }
+            n
+        }
+    }
+}
+
+/// Whole rows, `N` of them (weights in registers across the row), 32 outputs a step: each row's
+/// 32 bytes into two `pmaddubsw`, one weighting the even bytes (`(2k, 0)`), one the odd
+/// (`(0, 2k)`), the sums started at `D` (`2S + D`, below 2^16: u16 lanes wrap nowhere), then
+/// `⌊t / 2D⌋` by a multiply-high and one shift for the row; the quotients' bytes back in order
+/// and widened to floats. Returns the outputs written.
+#[inline(always)]
+unsafe fn halves<const N: usize, const ASK: bool>(
+    rows: &[*const u8],
+    k: &[i16],
+    d: u8,
+    div: (u16, u16),
+    o: *mut f32,
+    len: usize,
+    ahead: &mut Trickle,
+) -> usize {
+    let at: [*const u8; N] = std::array::from_fn(|j| rows[j]);
+    let (mut even, mut odd) = ([_mm256_setzero_si256(); N], [_mm256_setzero_si256(); N]);
+    for j in 0..N {
+        even[j] = _mm256_set1_epi16(2 * k[j]);
+        odd[j] = _mm256_set1_epi16((2 * k[j]) << 8);
+    }
+    unsafe { halves_loop::<ASK>(&at, &even, &odd, d, div, o, len, ahead) }
+}
+
+/// `halves` for any number of rows up to 64 (`multitap::VTAPS`).
+#[inline(always)]
+unsafe fn halves_any<const ASK: bool>(
+    rows: &[*const u8],
+    k: &[i16],
+    d: u8,
+    div: (u16, u16),
+    o: *mut f32,
+    len: usize,
+    ahead: &mut Trickle,
+) -> usize {
+    let (mut even, mut odd) = ([_mm256_setzero_si256(); 64], [_mm256_setzero_si256(); 64]);
+    let n = k.len().min(64);
+    for j in 0..n {
+        even[j] = _mm256_set1_epi16(2 * k[j]);
+        odd[j] = _mm256_set1_epi16((2 * k[j]) << 8);
+    }
+    unsafe { halves_loop::<ASK>(&rows[..n], &even[..n], &odd[..n], d, div, o, len, ahead) }
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn halves_loop<const ASK: bool>(
+    rows: &[*const u8],
+    even: &[__m256i],
+    odd: &[__m256i],
+    d: u8,
+    (mul, shift): (u16, u16),
+    o: *mut f32,
+    len: usize,
+    ahead: &mut Trickle,
+) -> usize {
+    let n = len / 32 * 32;
+    let (dv, mulv, count) =
+        (_mm256_set1_epi16(d as i16), _mm256_set1_epi16(mul as i16), _mm_cvtsi32_si128(shift as i32));
+    let per = ahead.pace(n / 32);
+    let mut q = [0u8; 32];
+    for x in (0..n).step_by(32) {
+        if ASK {
+            ahead.ask(per);
+        }
+        unsafe {
+            let (mut e, mut h) = (dv, dv);
+            for ((&r, &ev), &od) in rows.iter().zip(even).zip(odd) {
+                let v = _mm256_loadu_si256(r.add(x) as *const __m256i);
+                e = _mm256_add_epi16(e, _mm256_maddubs_epi16(v, ev));
+                h = _mm256_add_epi16(h, _mm256_maddubs_epi16(v, od));
+            }
+            let qe = _mm256_srl_epi16(mulhi(e, mulv), count);
+            let qo = _mm256_srl_epi16(mulhi(h, mulv), count);
+            // Each quotient is at most 255: the odd one moves to its word's high byte.
+            _mm256_storeu_si256(
+                q.as_mut_ptr() as *mut __m256i,
+                _mm256_or_si256(qe, _mm256_slli_epi16::<8>(qo)),
+            );
+            for z in 0..4 {
+                let v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(q.as_ptr().add(8 * z) as *const __m128i));
+                _mm256_storeu_ps(o.add(x + 8 * z), _mm256_cvtepi32_ps(v));
+            }
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    /// The vertical pass gives PIL's byte, `⌊(Σ wi · b + 2^21) / 2^22⌋`: with whole weights
+    /// (`wi = 2^22 k / D` rounded, `weights::pil_whole`: 3×'s and 2.5×'s triangles, one to nine
+    /// rows) through the `pmaddubsw` halves, a weight past 63 through the 2^-22 sums, and lengths
+    /// around the 32-output step (the outputs past it are the caller's).
+    #[test]
+    fn vertical_bytes_give_pils_bytes() {
+        if !is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let cases: [&[i16]; 6] =
+            [&[1, 2, 3, 2, 1], &[1, 5, 9, 7, 3], &[40, 40, 11], &[1], &[80, 11], &[3; 9]];
+        let mut checked = 0;
+        for k in cases {
+            let d: i16 = k.iter().sum();
+            let div = crate::convert::plan::divider(d as u16).expect("a divider");
+            let wi: Vec<i32> =
+                k.iter().map(|&k| ((k as f64) * (1u64 << 22) as f64 / d as f64).round() as i32).collect();
+            for n in [32, 40, 64, 96, 640, 650] {
+                let rows: Vec<Vec<u8>> = (0..k.len())
+                    .map(|r| (0..n).map(|i| ((i * 97 + r * 61 + i * i * 13) % 256) as u8).collect())
+                    .collect();
+                let at: Vec<*const u8> = rows.iter().map(|r| r.as_ptr()).collect();
+                let mut out = vec![-1f32; n];
+                let done = unsafe {
+                    super::vertical_bytes(&at, &wi, Some((k, d as u8, div)), &mut out, super::Trickle::NONE)
+                };
+                let step = if k.iter().all(|&k| k <= 63) { 32 } else { 8 };
+                assert_eq!(done, n / step * step, "weights {k:?}");
+                for x in 0..n {
+                    if x >= done {
+                        assert_eq!(out[x], -1.0, "nothing written past the steps");
+                        continue;
+                    }
+                    let acc: i64 = (0..k.len()).map(|j| wi[j] as i64 * rows[j][x] as i64).sum();
+                    let pil = ((acc + (1 << 21)) >> 22).clamp(0, 255);
+                    assert_eq!(out[x], pil as f32, "weights {k:?} over {d}, {n} outputs, output {x}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 5000, "{checked}");
+    }
+}
