@@ -28,7 +28,7 @@ mod taps;
 use taps::rows_first_w8;
 #[cfg(target_arch = "x86_64")]
 use taps::{
-    avx2_pil8, avx2_pil8_takes, pack_rows, rows_first_avx2, rows_first_avx512, split_packs, split_rows,
+    avx2_pil8, avx2_pil8_plan, pack_rows, rows_first_avx2, rows_first_avx512, split_packs, split_rows,
     Across, RowsFirst,
 };
 use taps::{multitap_horizontal, multitap_vertical};
@@ -391,9 +391,13 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             if !c.avx512() && c.avx2() && m.round_between && !s.ring.btags[0].is_empty() {
                 let mut packed = std::mem::take(&mut s.ring.packed_rows);
                 let have_packed = !packed.is_empty();
-                let takes = |g: usize| avx2_pil8_takes(c, m, g, have_packed);
+                let plans = |g: usize| avx2_pil8_plan(m, &c.comps, g, have_packed);
+                let takes = |g: usize| plans(g).is_some();
+                // YUY2 and UYVY: each row packed once into both halves of its slot (`split_rows`).
+                let split = split_packs(m, &c.comps, plans, packed.len() / multitap::ROWS_AT_ONCE);
+                let mut packed_at = [std::ptr::null::<u8>(); multitap::ROWS_AT_ONCE];
                 let horiz = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize| {
-                    avx2_pil8(m, g, rows, out, ahead, &mut packed)
+                    avx2_pil8(m, g, rows, out, ahead, &mut packed, split.then_some(&mut packed_at))
                 };
                 let vert =
                     |rows: &[*const u8],

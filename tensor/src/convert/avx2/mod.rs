@@ -20,7 +20,9 @@ mod vertical;
 mod whole;
 use super::hint::{prefetch, prefetch_span};
 pub(super) use pixels::{pixel_words, pixels, pixels_bytes};
-pub(super) use taps::{box_blocks, box_sums, multitap, multitap_bytes, multitap_vertical, pack_bytes};
+pub(super) use taps::{
+    box_blocks, box_sums, multitap, multitap_bytes, multitap_vertical, pack_bytes, pack_bytes_split,
+};
 pub(super) use vertical::vertical_bytes;
 pub(super) use whole::{whole, whole_bytes};
 

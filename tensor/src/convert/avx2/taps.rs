@@ -670,9 +670,82 @@ unsafe fn pack_bytes_by<const HIGH: bool>(row: &[u8], even: usize, out: &mut [u8
     }
 }
 
+/// A row's even and odd bytes at once (`pack_bytes` from byte 0 into `even` and from byte 1
+/// into `odd`): YUY2's luma and chroma groups read each source row once instead of once each
+/// (`driver::split_rows`); 32 bytes of each half a step, the last step moved back to end at the
+/// row's end, rows under a step by the scalar loop. The lines `ahead` bytes on asked for as
+/// they are read (0: none).
+///
+/// # Safety
+/// The CPU has AVX2.
+#[target_feature(enable = "avx2")]
+pub(in crate::convert) unsafe fn pack_bytes_split(row: &[u8], even: &mut [u8], odd: &mut [u8], ahead: usize) {
+    assert!(even.len() == row.len().div_ceil(2) && odd.len() == row.len() / 2, "both halves of the row");
+    let n = row.len() / 2;
+    if n < 32 {
+        for (j, &b) in row.iter().enumerate() {
+            match j % 2 {
+                0 => even[j / 2] = b,
+                _ => odd[j / 2] = b,
+            }
+        }
+        return;
+    }
+    let low = _mm256_set1_epi16(0x00ff);
+    let mut step = |j: usize| unsafe {
+        let at = row.as_ptr().add(2 * j);
+        let (a, b) =
+            (_mm256_loadu_si256(at as *const __m256i), _mm256_loadu_si256(at.add(32) as *const __m256i));
+        let e = _mm256_packus_epi16(_mm256_and_si256(a, low), _mm256_and_si256(b, low));
+        let o = _mm256_packus_epi16(_mm256_srli_epi16::<8>(a), _mm256_srli_epi16::<8>(b));
+        _mm256_storeu_si256(
+            even.as_mut_ptr().add(j) as *mut __m256i,
+            _mm256_permute4x64_epi64::<0b11_01_10_00>(e),
+        );
+        _mm256_storeu_si256(
+            odd.as_mut_ptr().add(j) as *mut __m256i,
+            _mm256_permute4x64_epi64::<0b11_01_10_00>(o),
+        );
+    };
+    let mut j = 0;
+    while j + 32 <= n {
+        if ahead != 0 {
+            prefetch_window(&[unsafe { row.as_ptr().add(2 * j) }], ahead, false);
+        }
+        step(j);
+        j += 32;
+    }
+    if j < n {
+        step(n - 32);
+    }
+    if row.len() % 2 == 1 {
+        even[n] = row[2 * n];
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both halves are the row's even and odd bytes, on rows shorter than a step, of odd lengths
+    /// and with a last step moved back, and nothing is written past them.
+    #[test]
+    fn split_packing_is_both_halves() {
+        if !is_x86_feature_detected!("avx2") {
+            return;
+        }
+        for len in [0usize, 1, 7, 63, 64, 65, 127, 200, 3840, 3841] {
+            let row: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            let (mut even, mut odd) = (vec![0xa5u8; len.div_ceil(2) + 8], vec![0xa5u8; len / 2 + 8]);
+            let (ne, no) = (len.div_ceil(2), len / 2);
+            unsafe { pack_bytes_split(&row, &mut even[..ne], &mut odd[..no], 0) };
+            let want_even: Vec<u8> = row.iter().step_by(2).copied().collect();
+            let want_odd: Vec<u8> = row.iter().skip(1).step_by(2).copied().collect();
+            assert_eq!(&even[..ne], &want_even[..], "{len}");
+            assert_eq!(&odd[..no], &want_odd[..], "{len}");
+            assert!(even[ne..].iter().chain(&odd[no..]).all(|&b| b == 0xa5), "{len}: past the halves");
+        }
+    }
 
     /// `pil_quotient` is `⌊t / 2D⌋` for every `t = 2S + D` (`0 ≤ S ≤ 255 · D`) of every `D` that
     /// `weights::pil_whole` makes: the odd ones and the powers of two up to 127.

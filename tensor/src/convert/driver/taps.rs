@@ -211,20 +211,32 @@ unsafe fn avx2_blocks(
 }
 
 /// Whether PIL's byte ring at AVX2 takes group `gi` (`avx2_pil8`): the level has byte blocks
-/// for it (`packed`: the scratch for packed rows exists).
+/// for it (`packed`: the scratch for packed rows exists); with the packed form it reads, if any.
 #[cfg(target_arch = "x86_64")]
-pub(super) fn avx2_pil8_takes(c: &Converter, m: &MultiTap, gi: usize, packed: bool) -> bool {
+pub(super) fn avx2_pil8_plan<'m>(
+    m: &'m MultiTap,
+    comps: &[Comp],
+    gi: usize,
+    packed: bool,
+) -> Option<((), (), Option<&'m Compact>)> {
     let g = &m.groups[gi];
-    let len = m.row_len[c.comps[g.members[0]].plane];
-    g.px8.as_ref().is_some_and(|p| p.reach <= len)
-        || (packed && g.compact.as_ref().is_some_and(|p| p.b8.as_ref().is_some_and(|b| b.reach <= p.len)))
-        || g.b8.as_ref().is_some_and(|p| p.reach <= len)
+    let len = m.row_len[comps[g.members[0]].plane];
+    if g.px8.as_ref().is_some_and(|p| p.reach <= len) {
+        return Some(((), (), None));
+    }
+    if let Some(p) =
+        g.compact.as_deref().filter(|p| packed && p.b8.as_ref().is_some_and(|b| b.reach <= p.len))
+    {
+        return Some(((), (), Some(p)));
+    }
+    g.b8.as_ref().filter(|p| p.reach <= len).map(|_| ((), (), None))
 }
 
 /// PIL's horizontal pass at AVX2 into the byte ring (`multitap::pil8_row`) for the groups
-/// `avx2_pil8_takes` takes, in the order of `multitap_horizontal`: four-byte pixels' blocks,
-/// else the blocks over the packed rows, else over the rows; whole-weight blocks where the group
-/// has them (`avx2_blocks`). Returns the outputs each member has from the blocks.
+/// `avx2_pil8_plan` takes, in the order of `multitap_horizontal`: four-byte pixels' blocks,
+/// else the blocks over the packed rows (each row packed once for both of YUY2's groups where
+/// `split` holds the slots' rows, `split_rows`), else over the rows; whole-weight blocks where
+/// the group has them (`avx2_blocks`). Returns the outputs each member has from the blocks.
 #[cfg(target_arch = "x86_64")]
 pub(super) fn avx2_pil8(
     m: &MultiTap,
@@ -233,6 +245,7 @@ pub(super) fn avx2_pil8(
     out: &[[*mut u8; 4]],
     ahead: usize,
     packed: &mut [u8],
+    split: Option<&mut [*const u8; multitap::ROWS_AT_ONCE]>,
 ) -> usize {
     let g = &m.groups[gi];
     let fits = |reach: usize| rows.iter().all(|r| reach <= r.len());
@@ -242,8 +255,14 @@ pub(super) fn avx2_pil8(
     let compact = g.compact.as_deref().filter(|_| !packed.is_empty());
     if let Some((p, plan)) = compact.and_then(|p| p.b8.as_ref().filter(|b| b.reach <= p.len).map(|b| (p, b)))
     {
-        let pack = |row: &[u8], out: &mut [u8]| unsafe { avx2::pack_bytes(row, p.from, out, ahead) };
-        let packed_rows = pack_rows(rows, p, packed, pack);
+        let packed_rows = match split {
+            Some(at) => split_rows(rows, p, packed, at, |row, even, odd| unsafe {
+                avx2::pack_bytes_split(row, even, odd, ahead)
+            }),
+            None => {
+                pack_rows(rows, p, packed, |row, out| unsafe { avx2::pack_bytes(row, p.from, out, ahead) })
+            }
+        };
         let whole = p.whole8.as_ref().filter(|w| w.reach <= p.len);
         // The packed rows are the scratch's: the frame's lines were asked for above.
         return unsafe { avx2_byte_blocks(&packed_rows[..rows.len()], plan, whole, out, 0) };
