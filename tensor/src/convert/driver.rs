@@ -397,7 +397,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 let split = split_packs(m, &c.comps, plans, packed.len() / multitap::ROWS_AT_ONCE);
                 let mut packed_at = [std::ptr::null::<u8>(); multitap::ROWS_AT_ONCE];
                 let horiz = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize| {
-                    avx2_pil8(m, g, rows, out, ahead, &mut packed, split.then_some(&mut packed_at))
+                    avx2_pil8(m, &c.comps, g, rows, out, ahead, &mut packed, split.then_some(&mut packed_at))
                 };
                 let vert =
                     |rows: &[*const u8],

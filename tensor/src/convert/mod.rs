@@ -554,9 +554,11 @@ impl Converter {
                             _ => Lines::default(),
                         },
                         packed_rows: match &multi {
-                            Some(m) if m.groups.iter().any(|g| g.compact.is_some()) => Lines::zeroed(
-                                multitap::ROWS_AT_ONCE * m.row_len.iter().copied().max().unwrap_or(0),
-                            ),
+                            Some(m) if m.groups.iter().any(|g| g.compact.is_some() || g.planar.is_some()) => {
+                                Lines::zeroed(
+                                    multitap::ROWS_AT_ONCE * m.row_len.iter().copied().max().unwrap_or(0),
+                                )
+                            }
                             _ => Lines::default(),
                         },
                         bytes: std::array::from_fn(|k| Lines::zeroed(byte_slots[k] * rect.width)),

@@ -19,7 +19,7 @@ mod taps;
 mod vertical;
 mod whole;
 use super::hint::{prefetch, prefetch_span};
-pub(super) use pixels::{pixel_words, pixels, pixels_bytes};
+pub(super) use pixels::{pack_planar, pixel_words, pixels, pixels_bytes};
 pub(super) use taps::{
     box_blocks, box_sums, multitap, multitap_bytes, multitap_vertical, pack_bytes, pack_bytes_split,
 };

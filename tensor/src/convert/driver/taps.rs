@@ -221,6 +221,9 @@ pub(super) fn avx2_pil8_plan<'m>(
 ) -> Option<((), (), Option<&'m Compact>)> {
     let g = &m.groups[gi];
     let len = m.row_len[comps[g.members[0]].plane];
+    if packed && g.planar.as_ref().is_some_and(|p| 4 * p.len <= len) {
+        return Some(((), (), None));
+    }
     if g.px8.as_ref().is_some_and(|p| p.reach <= len) {
         return Some(((), (), None));
     }
@@ -233,13 +236,16 @@ pub(super) fn avx2_pil8_plan<'m>(
 }
 
 /// PIL's horizontal pass at AVX2 into the byte ring (`multitap::pil8_row`) for the groups
-/// `avx2_pil8_plan` takes, in the order of `multitap_horizontal`: four-byte pixels' blocks,
+/// `avx2_pil8_plan` takes: four-byte pixels split into channel rows (`plan::Planar`), else their
+/// pixel blocks (as `multitap_horizontal`),
 /// else the blocks over the packed rows (each row packed once for both of YUY2's groups where
 /// `split` holds the slots' rows, `split_rows`), else over the rows; whole-weight blocks where
 /// the group has them (`avx2_blocks`). Returns the outputs each member has from the blocks.
 #[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
 pub(super) fn avx2_pil8(
     m: &MultiTap,
+    comps: &[Comp],
     gi: usize,
     rows: &[&[u8]],
     out: &[[*mut u8; 4]],
@@ -249,6 +255,34 @@ pub(super) fn avx2_pil8(
 ) -> usize {
     let g = &m.groups[gi];
     let fits = |reach: usize| rows.iter().all(|r| reach <= r.len());
+    if let Some(p) = g.planar.as_deref().filter(|p| !packed.is_empty() && fits(4 * p.len)) {
+        // Slot `i` of the scratch holds row `i`'s four channel rows, a quarter each.
+        let stride = packed.len() / multitap::ROWS_AT_ONCE;
+        let quarter = stride / 4;
+        assert!(p.len <= quarter && rows.len() <= multitap::ROWS_AT_ONCE, "channel rows fit their slots");
+        for (i, row) in rows.iter().enumerate() {
+            let slot = packed[i * stride..].as_mut_ptr();
+            let channels = std::array::from_fn(|c| slot.wrapping_add(c * quarter));
+            unsafe { avx2::pack_planar(&row[..4 * p.len], channels, ahead) };
+        }
+        let packed: &[u8] = packed;
+        // The members the vertical pass blends (an RGBA source's alpha is not), each as one
+        // member over its channel's rows.
+        for (j, &k) in g.members.iter().enumerate().filter(|&(_, &k)| m.blended[k]) {
+            let channel = comps[k].offset % 4;
+            let src: [&[u8]; multitap::ROWS_AT_ONCE] = std::array::from_fn(|i| match i < rows.len() {
+                true => &packed[i * stride + channel * quarter..][..p.len],
+                false => &[],
+            });
+            let dst: [[*mut u8; 4]; multitap::ROWS_AT_ONCE] = std::array::from_fn(|i| match i < rows.len() {
+                true => [out[i][j], std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut()],
+                false => [std::ptr::null_mut(); 4],
+            });
+            let n = rows.len();
+            unsafe { avx2_byte_blocks(&src[..n], &p.b8, Some(&p.whole8), &dst[..n], 0) };
+        }
+        return p.whole8.done;
+    }
     if let Some(plan) = g.px8.as_ref().filter(|p| fits(p.reach)) {
         return unsafe { avx2::pixels_bytes(rows, plan, g.members.len(), out, ahead) };
     }
