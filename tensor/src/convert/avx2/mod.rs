@@ -24,7 +24,7 @@ pub(super) use taps::{
     box_blocks, box_sums, multitap, multitap_bytes, multitap_vertical, pack_bytes, pack_bytes_split,
 };
 pub(super) use vertical::vertical_bytes;
-pub(super) use whole::{whole, whole_bytes};
+pub(super) use whole::whole_bytes;
 
 /// The CPU has what the kernels here use.
 pub(super) fn detect() -> bool {

@@ -6,45 +6,19 @@ use crate::convert::plan::Whole8;
 use std::arch::x86_64::*;
 
 /// PIL's horizontal pass with whole weights over source rows `rows` (one to three, each its
-/// bytes) into their members' rows `out[i]` (PIL's bytes as i32 bits, `multitap::pil_byte`):
-/// the blocks that are not whole are skipped (the caller makes them from `plan.rest`); each
-/// block's lines asked for again `ahead` bytes on (`multitap::ahead_bytes`; 0: none). Returns the
-/// outputs each member has from the blocks, whole or not.
+/// bytes) into their members' rows of bytes `out[i]` (`multitap::pil8_row`): the blocks that are
+/// not whole are skipped (the caller makes them from `plan.rest`); each block's lines asked for
+/// again `ahead` bytes on (`multitap::ahead_bytes`; 0: none). Returns the outputs each member has
+/// from the blocks, whole or not.
 ///
 /// # Safety
 /// The CPU has AVX2; `out[i]` holds the group's members' rows (null past them), each
-/// `plan.done` writable values.
-#[target_feature(enable = "avx2,fma")]
-pub(in crate::convert) unsafe fn whole(
-    rows: &[&[u8]],
-    plan: &Whole8,
-    out: &[[*mut f32; 4]],
-    ahead: usize,
-) -> usize {
-    unsafe { whole_to::<false>(rows, plan, out, ahead) }
-}
-
-/// `whole` into rows of bytes (`multitap::pil8_row`).
-///
-/// # Safety
-/// As `whole`, each row `plan.done` writable bytes.
+/// `plan.done` writable bytes.
 #[target_feature(enable = "avx2,fma")]
 pub(in crate::convert) unsafe fn whole_bytes(
     rows: &[&[u8]],
     plan: &Whole8,
     out: &[[*mut u8; 4]],
-    ahead: usize,
-) -> usize {
-    // The same pointers, cast back to bytes where the kernel stores.
-    let out = unsafe { std::slice::from_raw_parts(out.as_ptr() as *const [*mut f32; 4], out.len()) };
-    unsafe { whole_to::<true>(rows, plan, out, ahead) }
-}
-
-#[inline(always)]
-unsafe fn whole_to<const BYTES: bool>(
-    rows: &[&[u8]],
-    plan: &Whole8,
-    out: &[[*mut f32; 4]],
     ahead: usize,
 ) -> usize {
     assert!(
@@ -57,9 +31,9 @@ unsafe fn whole_to<const BYTES: bool>(
     macro_rules! by_rows {
         ($l:expr, $m:expr) => {
             match rows.len() {
-                1 => unsafe { whole_blocks::<$l, $m, 1, BYTES>(rows, plan, out, ahead) },
-                2 => unsafe { whole_blocks::<$l, $m, 2, BYTES>(rows, plan, out, ahead) },
-                _ => unsafe { whole_blocks::<$l, $m, 3, BYTES>(rows, plan, out, ahead) },
+                1 => unsafe { whole_blocks::<$l, $m, 1>(rows, plan, out, ahead) },
+                2 => unsafe { whole_blocks::<$l, $m, 2>(rows, plan, out, ahead) },
+                _ => unsafe { whole_blocks::<$l, $m, 3>(rows, plan, out, ahead) },
             }
         };
     }
@@ -79,13 +53,12 @@ unsafe fn whole_to<const BYTES: bool>(
     }
 }
 
-/// Rows `rows[..R]` into `out[..R]` (see `whole`), `L` pieces a lane window, `M` members, as
-/// bytes where `BYTES`.
+/// Rows `rows[..R]` into `out[..R]` (see `whole_bytes`), `L` pieces a lane window, `M` members.
 #[inline(always)]
-unsafe fn whole_blocks<const L: usize, const M: usize, const R: usize, const BYTES: bool>(
+unsafe fn whole_blocks<const L: usize, const M: usize, const R: usize>(
     rows: &[&[u8]],
     plan: &Whole8,
-    out: &[[*mut f32; 4]],
+    out: &[[*mut u8; 4]],
     ahead: usize,
 ) -> usize {
     assert!(plan.pieces == L && rows.len() >= R && out.len() >= R && (1..=2).contains(&M));
@@ -137,35 +110,18 @@ unsafe fn whole_blocks<const L: usize, const M: usize, const R: usize, const BYT
             for i in 0..R {
                 // ⌊⌊t · m / 2^16⌋ / 2^s⌋.
                 let q = _mm256_srl_epi16(mulhi(s[i], mul), count);
-                if BYTES {
-                    // Each lane's eight bytes (below 256), lane 0 then lane 1.
-                    let v = _mm256_packus_epi16(q, q);
-                    let o = |m: usize| out[i][m] as *mut u8;
-                    let (l0, l1) = (_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
-                    match M {
-                        1 => {
-                            _mm_storel_epi64(o(0).add(16 * b) as *mut __m128i, l0);
-                            _mm_storel_epi64(o(0).add(16 * b + 8) as *mut __m128i, l1);
-                        }
-                        _ => {
-                            _mm_storel_epi64(o(0).add(8 * b) as *mut __m128i, l0);
-                            _mm_storel_epi64(o(1).add(8 * b) as *mut __m128i, l1);
-                        }
-                    }
-                    continue;
-                }
-                let lo = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(q));
-                let hi = _mm256_cvtepu16_epi32(_mm256_extracti128_si256::<1>(q));
-                let (lo, hi) = (_mm256_castsi256_ps(lo), _mm256_castsi256_ps(hi));
-                // The lanes of `Whole8::new`.
+                // Each lane's eight bytes (below 256), lane 0 then lane 1.
+                let v = _mm256_packus_epi16(q, q);
+                let o = |m: usize| out[i][m];
+                let (l0, l1) = (_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
                 match M {
                     1 => {
-                        _mm256_storeu_ps(out[i][0].add(16 * b), lo);
-                        _mm256_storeu_ps(out[i][0].add(16 * b + 8), hi);
+                        _mm_storel_epi64(o(0).add(16 * b) as *mut __m128i, l0);
+                        _mm_storel_epi64(o(0).add(16 * b + 8) as *mut __m128i, l1);
                     }
                     _ => {
-                        _mm256_storeu_ps(out[i][0].add(8 * b), lo);
-                        _mm256_storeu_ps(out[i][1].add(8 * b), hi);
+                        _mm_storel_epi64(o(0).add(8 * b) as *mut __m128i, l0);
+                        _mm_storel_epi64(o(1).add(8 * b) as *mut __m128i, l1);
                     }
                 }
             }
@@ -193,7 +149,7 @@ mod tests {
     use crate::format::PixelFormat;
     use crate::preprocess::Interpolation;
 
-    /// The kernel's outputs are PIL's bytes, as i32 bits (`whole`) and as bytes (`whole_bytes`):
+    /// The kernel's outputs are PIL's bytes:
     /// gray and NV12 rows at 3× (luma 1920 → 640, its chroma pair 960 → 640), 2.5×, 1.25× and
     /// 1000 → 333, one to three rows of random bytes: every output of a whole block equals PIL's
     /// fixed point, and the blocks that are not whole are not written.
@@ -236,18 +192,8 @@ mod tests {
                     for r in 1..=3 {
                         let rows: Vec<Vec<u8>> =
                             (0..r).map(|_| (0..len).map(|_| next() as u8).collect()).collect();
-                        let mut dst = vec![vec![vec![f32::from_bits(0xdead); plan.done]; members]; r];
-                        let targets: Vec<[*mut f32; 4]> = dst
-                            .iter_mut()
-                            .map(|o| {
-                                std::array::from_fn(|k| {
-                                    o.get_mut(k).map_or(std::ptr::null_mut(), |v| v.as_mut_ptr())
-                                })
-                            })
-                            .collect();
                         let src: Vec<&[u8]> = rows.iter().map(|v| &v[..]).collect();
-                        assert_eq!(unsafe { whole(&src, plan, &targets, 0) }, plan.done);
-                        // The same into rows of bytes (`whole_bytes`), 0x5a where not written.
+                        // 0x5a where not written.
                         let mut bytes = vec![vec![vec![0x5au8; plan.done]; members]; r];
                         let byte_targets: Vec<[*mut u8; 4]> = bytes
                             .iter_mut()
@@ -262,14 +208,11 @@ mod tests {
                         for (i, row) in rows.iter().enumerate() {
                             for (mi, &k) in g.members.iter().enumerate() {
                                 for x in 0..plan.done {
-                                    let got = dst[i][mi][x].to_bits();
-                                    let byte = bytes[i][mi][x];
+                                    let got = bytes[i][mi][x] as u32;
                                     if plan.whole.get(x / (8 * per)) != Some(&true) {
-                                        assert_eq!(got, 0xdead, "{format:?} {w}->{n}: output {x} not whole");
-                                        assert_eq!(byte, 0x5a, "{format:?} {w}->{n}: byte {x} not whole");
+                                        assert_eq!(got, 0x5a, "{format:?} {w}->{n}: output {x} not whole");
                                         continue;
                                     }
-                                    assert_eq!(byte as u32, got, "{format:?} {w}->{n}: bytes and i32 bits");
                                     let pil: i64 = (0..t.taps)
                                         .map(|j| {
                                             t.wi[x * t.taps + j] as i64

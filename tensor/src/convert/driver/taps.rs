@@ -168,12 +168,11 @@ pub(super) fn multitap_horizontal(
         {
             let pack = |row: &[u8], out: &mut [u8]| unsafe { avx2::pack_bytes(row, p.from, out, ahead) };
             let packed_rows = pack_rows(rows, p, packed, pack);
-            let whole = p.whole8.as_ref().filter(|w| w.reach <= p.len);
-            return unsafe { avx2_blocks(&packed_rows[..rows.len()], plan, whole, pil, out, 0) };
+            return unsafe { avx2::multitap(&packed_rows[..rows.len()], plan, pil, out, None, 0) };
         }
+        // (PIL's groups with these blocks take the byte ring at AVX2, `avx2_pil8`.)
         if let Some(plan) = g.b8.as_ref().filter(|p| c.avx2() && fits(p.reach)) {
-            let whole = g.whole8.as_ref().filter(|w| fits(w.reach));
-            return unsafe { avx2_blocks(rows, plan, whole, pil, out, ahead) };
+            return unsafe { avx2::multitap(rows, plan, pil, out, None, ahead) };
         }
     }
     #[cfg(target_arch = "aarch64")]
@@ -182,32 +181,6 @@ pub(super) fn multitap_horizontal(
     }
     let _ = (c, rows, out, pil, g, fits, ahead, packed);
     0
-}
-
-/// AVX2's blocks over bytes: PIL's whole-weight blocks where the group has them and the 2^-22
-/// blocks for the outputs they leave (`plan::Whole8::rest`), else the 2^-22 or 2^-14 blocks.
-///
-/// # Safety
-/// As `avx2::multitap`.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn avx2_blocks(
-    rows: &[&[u8]],
-    plan: &Blocks,
-    whole: Option<&Whole8>,
-    pil: bool,
-    out: &[[*mut f32; 4]],
-    ahead: usize,
-) -> usize {
-    match whole {
-        // (The whole kernel takes one to three rows, as many as `multitap_row` passes.)
-        Some(w) if pil && rows.len() <= 3 => unsafe {
-            avx2::whole(rows, w, out, ahead);
-            avx2::multitap(rows, plan, pil, out, Some(&w.rest), 0);
-            w.done
-        },
-        _ => unsafe { avx2::multitap(rows, plan, pil, out, None, ahead) },
-    }
 }
 
 /// Whether PIL's byte ring at AVX2 takes group `gi` (`avx2_pil8`): the level has byte blocks
@@ -240,7 +213,7 @@ pub(super) fn avx2_pil8_plan<'m>(
 /// pixel blocks (as `multitap_horizontal`),
 /// else the blocks over the packed rows (each row packed once for both of YUY2's groups where
 /// `split` holds the slots' rows, `split_rows`), else over the rows; whole-weight blocks where
-/// the group has them (`avx2_blocks`). Returns the outputs each member has from the blocks.
+/// the group has them (`avx2_byte_blocks`). Returns the outputs each member has from the blocks.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn avx2_pil8(
@@ -309,7 +282,9 @@ pub(super) fn avx2_pil8(
     }
 }
 
-/// `avx2_blocks` into rows of bytes.
+/// AVX2's blocks over bytes into rows of bytes: PIL's whole-weight blocks where the group has
+/// them and the 2^-22 blocks for the outputs they leave (`plan::Whole8::rest`), else the 2^-22
+/// blocks.
 ///
 /// # Safety
 /// As `avx2::multitap_bytes`.

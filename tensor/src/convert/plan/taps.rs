@@ -58,7 +58,7 @@ pub(in crate::convert) struct TapGroup {
     /// PIL's whole weights (`Taps::d`): 32-lane blocks for the AVX-512 level (`plan::Whole`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) whole: Option<super::Whole>,
-    /// ... and 16-lane blocks for the AVX2 level (`plan::Whole8`), over `b8`'s other blocks.
+    /// ... and 16-lane blocks for the AVX2 level's byte ring (`plan::Whole8`), `b8` for the rest.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) whole8: Option<super::Whole8>,
     /// Four-byte pixels (RGBA, BGRA, RGBx…) under PIL's whole weights at AVX2: each row split
