@@ -13,8 +13,7 @@ use std::arch::x86_64::*;
 /// (`plan::TapGroup`), eight dwords per block: each lane's window as `pieces` 16-byte loads (the
 /// two lanes of one register), per tap pair a `pshufb` per piece and one `pmaddwd` (two for PIL's
 /// split weights), exact in i32 (see `plan::Blocks`); each lane stored to its member's row
-/// (`out[i]` for row `i`); `only`: just those blocks (those the whole-weight plan leaves,
-/// `plan::Whole8::rest`). Returns the outputs each member has from the blocks.
+/// (`out[i]` for row `i`). Returns the outputs each member has from the blocks.
 ///
 /// # Safety
 /// The CPU has AVX2; `out[i]` holds the group's members' rows (null past them), each
@@ -25,13 +24,13 @@ pub(in crate::convert) unsafe fn multitap(
     plan: &Blocks,
     pil: bool,
     out: &[[*mut f32; 4]],
-    only: Option<&[u32]>,
     ahead: usize,
 ) -> usize {
-    unsafe { multitap_to::<false>(rows, plan, pil, out, only, ahead) }
+    unsafe { multitap_to::<false>(rows, plan, pil, out, None, ahead) }
 }
 
-/// `multitap` for PIL's filters into rows of bytes (`multitap::pil8_row`).
+/// `multitap` for PIL's filters into rows of bytes (`multitap::pil8_row`); `only`: just those
+/// blocks (those the whole-weight plan leaves, `plan::Whole8::rest`).
 ///
 /// # Safety
 /// As `multitap`, each row `plan.done` writable bytes.

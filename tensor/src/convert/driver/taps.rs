@@ -168,11 +168,11 @@ pub(super) fn multitap_horizontal(
         {
             let pack = |row: &[u8], out: &mut [u8]| unsafe { avx2::pack_bytes(row, p.from, out, ahead) };
             let packed_rows = pack_rows(rows, p, packed, pack);
-            return unsafe { avx2::multitap(&packed_rows[..rows.len()], plan, pil, out, None, 0) };
+            return unsafe { avx2::multitap(&packed_rows[..rows.len()], plan, pil, out, 0) };
         }
         // (PIL's groups with these blocks take the byte ring at AVX2, `avx2_pil8`.)
         if let Some(plan) = g.b8.as_ref().filter(|p| c.avx2() && fits(p.reach)) {
-            return unsafe { avx2::multitap(rows, plan, pil, out, None, ahead) };
+            return unsafe { avx2::multitap(rows, plan, pil, out, ahead) };
         }
     }
     #[cfg(target_arch = "aarch64")]
