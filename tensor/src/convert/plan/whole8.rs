@@ -69,6 +69,7 @@ impl Whole8 {
         b8: Option<&Blocks>,
     ) -> Option<Whole8> {
         let members = offsets.len();
+        let b8 = b8?;
         if t.d.is_empty() || !(1..=2).contains(&members) {
             return None;
         }
@@ -84,10 +85,10 @@ impl Whole8 {
         };
         let mut dividers = HashMap::new();
         let mut divide = |d: u8, s: u16| *dividers.entry((d, s)).or_insert_with(|| divider_at(d as u16, s));
-        // Per output: `D` and its (tap, weight) with weights, where whole with a divider.
-        let taps_of = |x: usize| -> Vec<(usize, i16)> {
-            (0..t.taps).map(|j| (j, t.k[x * t.taps + j])).filter(|&(_, k)| k != 0).collect()
-        };
+        // Per output of the blocks: its (tap, whole weight) with a weight.
+        let taps_of: Vec<Vec<(usize, i16)>> = (0..blocks * LANE * per)
+            .map(|x| (0..t.taps).map(|j| (j, t.k[x * t.taps + j])).filter(|&(_, k)| k != 0).collect())
+            .collect();
         // Per block, the least shift that divides every output's `D` (none: not whole).
         let shifts: Vec<Option<u16>> = (0..blocks)
             .map(|b| {
@@ -103,17 +104,20 @@ impl Whole8 {
             (0..LANES).flat_map(move |l| (0..LANE).map(move |i| (l, lane(b, l).0, lane(b, l).1 + i)))
         };
         let byte = |m: usize, x: usize, j: usize| base[x] as usize + offsets[m] + step * j;
+        // The bytes lane `l` of block `b` reads with a weight, as [first, last + 1).
+        let reads = |b: usize, l: usize| {
+            let (m, x0) = lane(b, l);
+            let bytes = (x0..x0 + LANE).flat_map(|x| taps_of[x].iter().map(move |&(j, _)| byte(m, x, j)));
+            Some((bytes.clone().min()?, bytes.max()? + 1))
+        };
         let mut pairs = 0;
         let mut pieces = 1;
         for b in (0..blocks).filter(|&b| whole[b]) {
             for l in 0..LANES {
-                let (m, x0) = lane(b, l);
-                let bytes =
-                    (x0..x0 + LANE).flat_map(|x| taps_of(x).into_iter().map(move |(j, _)| byte(m, x, j)));
-                let (lo, hi) = (bytes.clone().min()?, bytes.max()? + 1);
+                let (lo, hi) = reads(b, l)?;
                 pieces = pieces.max((hi - lo).div_ceil(16));
             }
-            pairs = pairs.max(live(b).map(|(_, _, x)| taps_of(x).len().div_ceil(2)).max()?);
+            pairs = pairs.max(live(b).map(|(_, _, x)| taps_of[x].len().div_ceil(2)).max()?);
         }
         if pieces > 4 || pairs == 0 || row_len < 16 * pieces {
             return None;
@@ -141,17 +145,14 @@ impl Whole8 {
             let mut k = vec![[0i8; 32]; pairs];
             if plan.whole[b] {
                 for (l, start) in starts.iter_mut().enumerate() {
-                    let (m, x0) = lane(b, l);
-                    let lo =
-                        (x0..x0 + LANE).flat_map(|x| taps_of(x).into_iter().map(move |(j, _)| byte(m, x, j)));
                     // Pulled back from the row's end: no load leaves the row.
-                    *start = lo.min()?.min(row_len - span) as u32;
+                    *start = reads(b, l)?.0.min(row_len - span) as u32;
                 }
                 for (l, m, x) in live(b) {
                     let i = x - lane(b, l).1;
                     let w = 16 * l + 2 * i;
                     (d[8 * l + i], mul[8 * l + i]) = (t.d[x] as u16, divide(t.d[x], shift)?);
-                    for (n, (j, kx)) in taps_of(x).into_iter().enumerate() {
+                    for (n, &(j, kx)) in taps_of[x].iter().enumerate() {
                         let at = byte(m, x, j) - starts[l] as usize;
                         assert!(at < span, "the window holds every tap with a weight");
                         let (p, h) = (n / 2, n % 2);
@@ -174,10 +175,9 @@ impl Whole8 {
             plan.shift.push(shift as u64);
         }
         // A block that is not whole covers the outputs of the 2^-22 plan's blocks 2b and 2b + 1
-        // (eight dwords: eight outputs of one member, four of each of two).
-        // The 2^-22 blocks past the last one here are in `rest` too (a row that does not end on
-        // sixteen outputs), so that the scalar loops do no more than without this plan.
-        let b8 = b8?;
+        // (eight dwords: eight outputs of one member, four of each of two). The 2^-22 blocks past
+        // the last one here are in `rest` too (a row that does not end on sixteen outputs), so
+        // that the scalar loops do no more than without this plan.
         plan.rest = (0..blocks as u32)
             .filter(|&b| !plan.whole[b as usize])
             .flat_map(|b| [2 * b, 2 * b + 1])
