@@ -14,15 +14,15 @@ use super::lines::Lines;
 use super::plan::{group_dispatch, group_tail, Group, Shuffle, WEIGHT_UNIT};
 use std::arch::x86_64::*;
 
+mod boxes;
 mod pixels;
 mod taps;
 mod vertical;
 mod whole;
 use super::hint::{prefetch, prefetch_span};
+pub(super) use boxes::{box_blocks, box_sums};
 pub(super) use pixels::{pack_planar, pixel_words, pixels, pixels_bytes};
-pub(super) use taps::{
-    box_blocks, box_sums, multitap, multitap_bytes, multitap_vertical, pack_bytes, pack_bytes_split,
-};
+pub(super) use taps::{multitap, multitap_bytes, multitap_vertical, pack_bytes, pack_bytes_split};
 pub(super) use vertical::vertical_bytes;
 pub(super) use whole::whole_bytes;
 

@@ -1,10 +1,10 @@
 //! The AVX2 level's multi-tap kernels (`area`, `bilinear-antialias`, the bicubics): the
 //! horizontal blocks over bytes (eight dword lanes, `pshufb` per 16-byte piece), the vertical
-//! pass, and an exact box's row sums and the word blocks across them.
+//! pass, and the packing of every other byte (an exact box's kernels are in `boxes`).
 
 #![allow(clippy::needless_range_loop)]
 
-use crate::convert::hint::{prefetch, prefetch_window, Trickle};
+use crate::convert::hint::{prefetch, prefetch_window};
 use crate::convert::multitap::VTaps;
 use crate::convert::plan::{Blocks, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT};
 use std::arch::x86_64::*;
@@ -268,7 +268,7 @@ unsafe fn store_lane_bytes<const M: usize>(out: &[*mut f32; 4], b: usize, v: __m
 /// eight outputs, two members' four, or (three or four members) two blocks per four outputs,
 /// members 0-1 then 2-3. The 2^-22/2^-14 blocks and the rows-first box blocks store alike.
 #[inline(always)]
-unsafe fn store_lanes<const M: usize>(out: &[*mut f32; 4], b: usize, v: __m256) {
+pub(super) unsafe fn store_lanes<const M: usize>(out: &[*mut f32; 4], b: usize, v: __m256) {
     unsafe {
         match M {
             1 => _mm256_storeu_ps(out[0].add(8 * b), v),
@@ -405,213 +405,6 @@ fn pil_reciprocal(d: u8) -> f32 {
 #[inline(always)]
 unsafe fn pil_quotient(t: __m256i, inv: __m256) -> __m256 {
     _mm256_floor_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(t), inv))
-}
-
-/// An exact box's vertical sums (`avx512::box_sums` at sixteen samples a step): `sums[t] =
-/// Σ_j k[j] · bytes[(first + j) · stride + t]` for `t` in `lo..hi`, in i16; the lines `ahead`
-/// bytes on asked for as they are read (`multitap::ahead_bytes`; 0: none).
-///
-/// # Safety
-/// The CPU has AVX2.
-#[target_feature(enable = "avx2,fma")]
-pub(in crate::convert) unsafe fn box_sums(
-    bytes: &[u8],
-    stride: usize,
-    first: usize,
-    k: &[i16],
-    (lo, hi): (usize, usize),
-    sums: &mut [u16],
-    ahead: usize,
-) {
-    if hi <= lo || k.is_empty() {
-        return;
-    }
-    assert!(
-        (first + k.len() - 1) * stride + hi <= bytes.len() && hi <= sums.len(),
-        "sums stay inside the rows"
-    );
-    let base = bytes.as_ptr().add(first * stride);
-    // Two to four rows with their own loops (weights in registers, 32 samples a step), as
-    // `avx512::box_sums`: the generic loop over the rows spent half of NV12's `area` on loop
-    // control at this level.
-    let t = match k.len() {
-        2 => box_sums_n::<2>(base, stride, k, lo, hi, sums.as_mut_ptr(), ahead),
-        3 => box_sums_n::<3>(base, stride, k, lo, hi, sums.as_mut_ptr(), ahead),
-        4 => box_sums_n::<4>(base, stride, k, lo, hi, sums.as_mut_ptr(), ahead),
-        _ => {
-            let mut t = lo;
-            while t + 16 <= hi {
-                unsafe {
-                    let mut acc = _mm256_setzero_si256();
-                    for (j, &w) in k.iter().enumerate() {
-                        if ahead != 0 && (t - lo).is_multiple_of(64) {
-                            prefetch(base.wrapping_add(j * stride + t + ahead));
-                        }
-                        let v =
-                            _mm256_cvtepu8_epi16(_mm_loadu_si128(base.add(j * stride + t) as *const __m128i));
-                        acc = _mm256_add_epi16(acc, _mm256_mullo_epi16(v, _mm256_set1_epi16(w)));
-                    }
-                    _mm256_storeu_si256(sums.as_mut_ptr().add(t) as *mut __m256i, acc);
-                }
-                t += 16;
-            }
-            t
-        }
-    };
-    for t in t..hi {
-        let mut acc = 0u16;
-        for (j, &w) in k.iter().enumerate() {
-            acc = acc.wrapping_add((w as u16).wrapping_mul(*base.add(j * stride + t) as u16));
-        }
-        sums[t] = acc;
-    }
-}
-
-/// `box_sums` over `N` rows, 16 samples per vector, whole vectors only; returns where it stopped.
-#[inline(always)]
-unsafe fn box_sums_n<const N: usize>(
-    base: *const u8,
-    stride: usize,
-    k: &[i16],
-    lo: usize,
-    hi: usize,
-    out: *mut u16,
-    ahead: usize,
-) -> usize {
-    // Loops and a macro, not closures: a closure LLVM leaves outlined has no AVX2 of its own, and
-    // its intrinsics then run as calls.
-    let mut w = [_mm256_setzero_si256(); N];
-    for j in 0..N {
-        w[j] = _mm256_set1_epi16(k[j]);
-    }
-    let row: [*const u8; N] = std::array::from_fn(|j| unsafe { base.add(j * stride) });
-    macro_rules! sum {
-        ($t:expr) => {{
-            let t: usize = $t;
-            let mut acc = _mm256_setzero_si256();
-            for j in 0..N {
-                let v = _mm256_cvtepu8_epi16(_mm_loadu_si128(row[j].add(t) as *const __m128i));
-                acc = _mm256_add_epi16(acc, _mm256_mullo_epi16(v, w[j]));
-            }
-            acc
-        }};
-    }
-    let mut t = lo;
-    while t + 32 <= hi {
-        // Every other step: one line (outside `sum`).
-        if ahead != 0 && (t - lo).is_multiple_of(64) {
-            prefetch_window(&row, t + ahead, false);
-        }
-        unsafe {
-            _mm256_storeu_si256(out.add(t) as *mut __m256i, sum!(t));
-            _mm256_storeu_si256(out.add(t + 16) as *mut __m256i, sum!(t + 16));
-        }
-        t += 32;
-    }
-    while t + 16 <= hi {
-        unsafe { _mm256_storeu_si256(out.add(t) as *mut __m256i, sum!(t)) };
-        t += 16;
-    }
-    t
-}
-
-/// An exact box's horizontal pass over its vertical sums at eight dwords a block (`Blocks` of
-/// two lanes over u16 samples, `Blocks::words`): per tap pair a `pshufb` per 16-byte piece and
-/// one `pmaddwd`, exact in i32, times `inv`; the lanes stored as `multitap` stores them, the
-/// lines `ahead` asked for through the blocks.
-///
-/// # Safety
-/// The CPU has AVX2; `out` holds the group's members' rows (null past them), each `plan.done`
-/// writable values.
-#[target_feature(enable = "avx2,fma")]
-pub(in crate::convert) unsafe fn box_blocks(
-    sums: &[u16],
-    plan: &Blocks,
-    inv: f32,
-    out: [*mut f32; 4],
-    ahead: Trickle,
-) -> usize {
-    assert!(plan.words && !plan.slide && plan.reach <= sums.len(), "loads stay inside the sums");
-    match ahead.is_empty() {
-        true => box_blocks_of::<false>(sums, plan, inv, out, ahead),
-        false => box_blocks_of::<true>(sums, plan, inv, out, ahead),
-    }
-}
-
-/// `box_blocks` asking for lines (`ASK`) or not, as AVX-512's `box_blocks_of`.
-#[inline(always)]
-unsafe fn box_blocks_of<const ASK: bool>(
-    sums: &[u16],
-    plan: &Blocks,
-    inv: f32,
-    out: [*mut f32; 4],
-    ahead: Trickle,
-) -> usize {
-    let members = out.iter().take_while(|p| !p.is_null()).count();
-    macro_rules! go {
-        ($l:expr) => {
-            match members {
-                1 => box_blocks_l::<$l, 1, ASK>(sums, plan, inv, out, ahead),
-                2 => box_blocks_l::<$l, 2, ASK>(sums, plan, inv, out, ahead),
-                3 => box_blocks_l::<$l, 3, ASK>(sums, plan, inv, out, ahead),
-                _ => box_blocks_l::<$l, 4, ASK>(sums, plan, inv, out, ahead),
-            }
-        };
-    }
-    match plan.pieces {
-        1 => go!(1),
-        2 => go!(2),
-        3 => go!(3),
-        _ => go!(4),
-    }
-}
-
-#[inline(always)]
-unsafe fn box_blocks_l<const L: usize, const M: usize, const ASK: bool>(
-    sums: &[u16],
-    plan: &Blocks,
-    inv: f32,
-    out: [*mut f32; 4],
-    mut ahead: Trickle,
-) -> usize {
-    assert!(plan.pieces == L);
-    let pairs = plan.pairs;
-    let blocks = plan.targets.len().min(plan.lane_bases.len());
-    assert!(plan.shuf.len() >= blocks * pairs * L && plan.hi.len() >= blocks * pairs * 8);
-    let inv = _mm256_set1_ps(inv);
-    let row = sums.as_ptr() as *const u8;
-    let per = ahead.pace(blocks);
-    for b in 0..blocks {
-        if ASK {
-            ahead.ask(per);
-        }
-        unsafe {
-            let [s0, s1] = *plan.lane_bases.get_unchecked(b);
-            let (r0, r1) = (row.add(2 * s0 as usize), row.add(2 * s1 as usize));
-            let v: [__m256i; L] = std::array::from_fn(|q| {
-                _mm256_loadu2_m128i(r1.add(16 * q) as *const __m128i, r0.add(16 * q) as *const __m128i)
-            });
-            let mut s = _mm256_setzero_si256();
-            for p in 0..pairs {
-                let at = b * pairs + p;
-                let ctl = plan.shuf.as_ptr().add(at * L);
-                let mut t = _mm256_shuffle_epi8(v[0], _mm256_load_si256(ctl as *const __m256i));
-                for q in 1..L {
-                    t = _mm256_or_si256(
-                        t,
-                        _mm256_shuffle_epi8(v[q], _mm256_load_si256(ctl.add(q) as *const __m256i)),
-                    );
-                }
-                s = _mm256_add_epi32(
-                    s,
-                    _mm256_madd_epi16(t, _mm256_loadu_si256(plan.hi.as_ptr().add(8 * at) as *const __m256i)),
-                );
-            }
-            let v = _mm256_mul_ps(_mm256_cvtepi32_ps(s), inv);
-            store_lanes::<M>(&out, b, v);
-        }
-    }
-    plan.done
 }
 
 /// Every other byte of a row from `from` (`plan::Compact`): `out[j] = row[from + 2j]`, 32 per

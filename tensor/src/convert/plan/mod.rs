@@ -70,7 +70,7 @@ pub(super) struct Group {
 #[repr(C, align(64))]
 pub(super) struct Aligned64<T>(T);
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C, align(32))]
 pub(super) struct Aligned32<T>(T);
 

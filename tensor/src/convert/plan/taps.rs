@@ -161,6 +161,11 @@ pub(in crate::convert) struct Blocks {
     pub(in crate::convert) lo: Vec<u32>,
     /// Bytes from the row's start that every load stays below.
     pub(in crate::convert) reach: usize,
+    /// Two lanes, not sliding: per block, the end of its run of blocks with the same `shuf` and
+    /// `hi` tables (at integer and most camera factors, every block but the row's ends), which a
+    /// kernel holds in registers for the run; empty otherwise.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(in crate::convert) runs: Vec<u32>,
 }
 
 /// The groups of `comps` (each component in exactly one). `exact`: per axis (luma, chroma), the
@@ -400,6 +405,7 @@ impl Blocks {
             hi: Vec::with_capacity(blocks * pairs * 4 * lanes),
             lo: Vec::new(),
             reach: 0,
+            runs: Vec::new(),
         };
         if lanes == 4 {
             let widest = plan.targets.iter().map(|t| span(t)).map(|(a, z)| z - a).max()?;
@@ -507,6 +513,19 @@ impl Blocks {
                             plan.lo.push(lo);
                         }
                     }
+                }
+            }
+        }
+        if lanes == 2 && !plan.slide {
+            let shuf = |b: usize| &plan.shuf[b * pairs * plan.pieces..][..pairs * plan.pieces];
+            let hi = |b: usize| &plan.hi[b * pairs * 8..][..pairs * 8];
+            let same = |a: usize, b: usize| shuf(a) == shuf(b) && hi(a) == hi(b);
+            plan.runs = vec![blocks as u32; blocks];
+            for b in (0..blocks - 1).rev() {
+                if !same(b, b + 1) {
+                    plan.runs[b] = b as u32 + 1;
+                } else {
+                    plan.runs[b] = plan.runs[b + 1];
                 }
             }
         }

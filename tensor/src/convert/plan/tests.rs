@@ -518,6 +518,58 @@ fn packed_groups_read_the_same_samples() {
     assert!(checked > 10_000, "{checked}");
 }
 
+/// Each two-lane block's run (`Blocks::runs`, which `avx2::box_blocks` holds in registers) ends
+/// past it, covers only blocks with its `pshufb` controls and weights, and stops where they
+/// change; at an integer factor the blocks between the row's ends are one run.
+#[test]
+fn block_runs_share_their_tables() {
+    use crate::preprocess::Interpolation as I;
+    let mut long = 0;
+    for format in [PixelFormat::Nv12, PixelFormat::Yuy2, PixelFormat::Rgba, PixelFormat::Gray8] {
+        let (_, comps) = components(format).unwrap();
+        let div = if matches!(format, PixelFormat::Rgba | PixelFormat::Gray8) { 1 } else { 2 };
+        for (w, n) in [(1920, 640), (1600, 640), (1000, 333), (960, 640), (640, 400)] {
+            for interp in [I::Area, I::BilinearAntialias, I::Bicubic] {
+                let filter = Filter::of(interp, true).unwrap();
+                let cols = [
+                    multi_axis(n, 0, w, 1, 0, w - 1, filter, 0.0),
+                    multi_axis(n, 0, w, div, 0, w / div - 1, filter, 0.0),
+                ];
+                let row_len: [usize; 3] = std::array::from_fn(|p| match p < format.num_planes() {
+                    true => format.plane_sampling(p, 1).row_bytes(w),
+                    false => 0,
+                });
+                let plan = MultiTap::new(cols.clone(), cols.clone(), &comps, row_len, filter.round_between);
+                for g in &plan.groups {
+                    for bl in [&g.w8, &g.b8].into_iter().flatten() {
+                        let blocks = bl.targets.len();
+                        if bl.slide {
+                            assert!(bl.runs.is_empty(), "sliding blocks have no runs");
+                            continue;
+                        }
+                        assert_eq!(bl.runs.len(), blocks, "{format:?} {w}->{n} {interp:?}");
+                        let per = bl.pairs * bl.pieces;
+                        let tables = |b: usize| {
+                            (&bl.shuf[b * per..][..per], &bl.hi[b * bl.pairs * 8..][..bl.pairs * 8])
+                        };
+                        for b in 0..blocks {
+                            let end = bl.runs[b] as usize;
+                            assert!(b < end && end <= blocks, "{format:?} {w}->{n} {interp:?} block {b}");
+                            assert!((b..end).all(|c| tables(c) == tables(b)), "block {b}'s run");
+                            assert!(end == blocks || tables(end) != tables(b), "block {b}'s run stops early");
+                        }
+                        if w == 3 * n && bl.words && interp == I::Area && format == PixelFormat::Nv12 {
+                            assert!(bl.runs[1] as usize + 2 >= blocks, "one run: {:?}", bl.runs);
+                            long += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(long, 2, "NV12's luma and chroma at 3x");
+}
+
 /// `Axis::ahead` points at the rows output `i + 2` reads where output `i + 1` did not, its second
 /// row only where it blends two, and nowhere past the plane or the outputs.
 #[test]
