@@ -431,11 +431,19 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                         false => avx2::box_sums(b, stride, first, k, span, sums, ahead),
                     }
                 };
-                // (Only packed groups split their sums, and only AVX-512 plans them.)
-                let vsplit = |b: &[u8], stride, first, k: &[i16], span, [e, o]: [&mut [u16]; 2], ahead| {
-                    wide && unsafe { avx512::box_sums_split(b, stride, first, k, span, e, o, ahead) }
+                // (Only packed groups split their sums.)
+                let vsplit = |b: &[u8], stride, first, k: &[i16], span, [e, o]: [&mut [u16]; 2], ahead| unsafe {
+                    match wide {
+                        true => avx512::box_sums_split(b, stride, first, k, span, e, o, ahead),
+                        false => avx2::box_sums_split(b, stride, first, k, span, e, o, ahead),
+                    }
                 };
-                let pack = |v: &[u16], from, out: &mut [u16]| unsafe { avx512::pack_words(v, from, out) };
+                // Where the sums could not be split (more than four rows): AVX2 packs them in
+                // plain loops.
+                let pack = |v: &[u16], from: usize, out: &mut [u16]| match wide {
+                    true => unsafe { avx512::pack_words(v, from, out) },
+                    false => out.iter_mut().enumerate().for_each(|(j, o)| *o = v[from + 2 * j]),
+                };
                 let blocks = |plan: Across<'_>, sums: &[u16], inv, out, ahead| unsafe {
                     match (plan, wide) {
                         (Across::Pixels(plan), _) => avx2::pixel_words(sums, plan, inv, out, ahead),

@@ -68,6 +68,93 @@ pub(in crate::convert) unsafe fn box_sums(
     }
 }
 
+/// `box_sums` split as it goes into the even samples' sums and the odd ones' (`even[i] =
+/// sums[2i]`, `odd[i] = sums[2i + 1]`, for the samples of `lo & !1..hi`), as
+/// `avx512::box_sums_split`: YUY2's and UYVY's luma and chroma, whose packed word blocks
+/// (`plan::Compact::w8`) take two 16-byte pieces a lane where the row as it is took three and
+/// four. Per 32 bytes and row, the even bytes by a mask and the odd by a shift are already the
+/// samples in order. Two to four rows only; returns whether it made them (else the caller sums
+/// and packs).
+///
+/// # Safety
+/// The CPU has AVX2.
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+pub(in crate::convert) unsafe fn box_sums_split(
+    bytes: &[u8],
+    stride: usize,
+    first: usize,
+    k: &[i16],
+    (lo, hi): (usize, usize),
+    even: &mut [u16],
+    odd: &mut [u16],
+    ahead: usize,
+) -> bool {
+    let lo = lo & !1;
+    if !(2..=4).contains(&k.len()) {
+        return false;
+    }
+    if hi <= lo {
+        return true;
+    }
+    if hi.div_ceil(2) > even.len() || hi / 2 > odd.len() {
+        return false;
+    }
+    assert!((first + k.len() - 1) * stride + hi <= bytes.len(), "sums stay inside the rows");
+    let base = bytes.as_ptr().add(first * stride);
+    let out = [even.as_mut_ptr(), odd.as_mut_ptr()];
+    let t = match k.len() {
+        2 => box_sums_split_n::<2>(base, stride, k, lo, hi, out, ahead),
+        3 => box_sums_split_n::<3>(base, stride, k, lo, hi, out, ahead),
+        _ => box_sums_split_n::<4>(base, stride, k, lo, hi, out, ahead),
+    };
+    for t in t..hi {
+        let mut acc = 0u16;
+        for (j, &w) in k.iter().enumerate() {
+            acc = acc.wrapping_add((w as u16).wrapping_mul(*base.add(j * stride + t) as u16));
+        }
+        *out[t % 2].add(t / 2) = acc;
+    }
+    true
+}
+
+/// `box_sums_split` over `N` rows, 32 samples a step from the even `lo`, whole steps only;
+/// returns where it stopped.
+#[inline(always)]
+unsafe fn box_sums_split_n<const N: usize>(
+    base: *const u8,
+    stride: usize,
+    k: &[i16],
+    lo: usize,
+    hi: usize,
+    [even, odd]: [*mut u16; 2],
+    ahead: usize,
+) -> usize {
+    let mut w = [_mm256_setzero_si256(); N];
+    let mut row = [std::ptr::null::<u8>(); N];
+    for j in 0..N {
+        w[j] = _mm256_set1_epi16(k[j]);
+        row[j] = base.add(j * stride);
+    }
+    let low = _mm256_set1_epi16(0x00ff);
+    let mut t = lo;
+    while t + 32 <= hi {
+        if ahead != 0 && (t - lo).is_multiple_of(64) {
+            prefetch_window(&row, t + ahead, false);
+        }
+        let (mut e, mut o) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+        for j in 0..N {
+            let v = _mm256_loadu_si256(row[j].add(t) as *const __m256i);
+            e = _mm256_add_epi16(e, _mm256_mullo_epi16(_mm256_and_si256(v, low), w[j]));
+            o = _mm256_add_epi16(o, _mm256_mullo_epi16(_mm256_srli_epi16::<8>(v), w[j]));
+        }
+        _mm256_storeu_si256(even.add(t / 2) as *mut __m256i, e);
+        _mm256_storeu_si256(odd.add(t / 2) as *mut __m256i, o);
+        t += 32;
+    }
+    t
+}
+
 /// `box_sums` over `N` rows, 16 samples per vector, whole vectors only; returns where it stopped.
 #[inline(always)]
 unsafe fn box_sums_n<const N: usize>(
@@ -195,7 +282,7 @@ unsafe fn box_blocks_l<const L: usize, const M: usize, const P: usize, const ASK
     // them in registers: 1080p NV12 `area` (engine, hot) 0.56 → 0.49 ms. Only where the tables,
     // the window and the sum fit the sixteen registers with room: YUY2's (three and four pieces)
     // spilled and ran 15 % slower.
-    let runs = P > 0 && P * (L + 1) + L <= 10 && plan.runs.len() >= blocks;
+    let runs = P > 0 && P * (L + 1) + L <= 11 && plan.runs.len() >= blocks;
     let mut b = 0;
     while b < blocks {
         let end = match runs {
@@ -251,4 +338,43 @@ unsafe fn box_table<const L: usize>(plan: &Blocks, at: usize) -> ([__m256i; L], 
         c[q] = _mm256_load_si256(ctl.add(q));
     }
     (c, _mm256_loadu_si256(plan.hi.as_ptr().add(8 * at) as *const __m256i))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The split sums are the sums of the definition, the even samples' and the odd ones', from
+    /// an odd or even `lo` and up to ends on and off the 32-sample step; more than four rows are
+    /// left to the caller.
+    #[test]
+    fn split_sums_are_the_even_and_odd_samples_sums() {
+        if !is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let stride = 700;
+        let bytes: Vec<u8> = (0..stride * 6).map(|i| ((i * 7919 + i / 13) % 256) as u8).collect();
+        let mut checked = 0;
+        for k in [&[1i16, 1][..], &[2, 3, 1], &[1, 1, 1, 1], &[255, 1]] {
+            for (lo, hi) in [(0, 640), (1, 639), (3, 97), (64, 64), (10, 700), (0, 31)] {
+                let (mut even, mut odd) = (vec![0xeeeeu16; 360], vec![0xeeeeu16; 360]);
+                let made =
+                    unsafe { super::box_sums_split(&bytes, stride, 1, k, (lo, hi), &mut even, &mut odd, 0) };
+                assert!(made, "{k:?} {lo}..{hi}");
+                for t in lo & !1..hi {
+                    let want = k.iter().enumerate().fold(0u16, |a, (j, &w)| {
+                        a.wrapping_add((w as u16).wrapping_mul(bytes[(1 + j) * stride + t] as u16))
+                    });
+                    let got = if t % 2 == 0 { even[t / 2] } else { odd[t / 2] };
+                    assert_eq!(got, want, "{k:?} {lo}..{hi} sample {t}");
+                    checked += 1;
+                }
+                let end = hi.div_ceil(2);
+                assert!(even[end..].iter().all(|&v| v == 0xeeee), "nothing past the samples");
+            }
+        }
+        assert!(checked > 5000, "{checked}");
+        let (mut even, mut odd) = (vec![0u16; 360], vec![0u16; 360]);
+        let five =
+            unsafe { super::box_sums_split(&bytes, stride, 0, &[1; 5], (0, 640), &mut even, &mut odd, 0) };
+        assert!(!five, "five rows are the caller's");
+    }
 }

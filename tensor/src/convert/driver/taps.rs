@@ -48,12 +48,14 @@ pub(super) fn rows_first_avx512(g: &TapGroup) -> Option<(Across<'_>, Option<&Com
 }
 
 /// AVX2: four-byte pixels' blocks where the group has them (RGBA's member-major word blocks
-/// span too many pieces to be planned), else the 8-dword word blocks.
+/// span too many pieces to be planned), else the 8-dword word blocks, over the packed row where
+/// the group has one.
 #[cfg(target_arch = "x86_64")]
 pub(super) fn rows_first_avx2(g: &TapGroup) -> Option<(Across<'_>, Option<&Compact>)> {
-    match &g.pw8 {
-        Some(p) => Some((Across::Pixels(p), None)),
-        None => g.w8.as_ref().map(|w| (Across::Blocks(w), None)),
+    match (&g.pw8, g.compact.as_deref().filter(|p| p.w8.is_some())) {
+        (Some(p), _) => Some((Across::Pixels(p), None)),
+        (None, Some(p)) => p.w8.as_ref().map(|w| (Across::Blocks(w), Some(p))),
+        (None, None) => g.w8.as_ref().map(|w| (Across::Blocks(w), None)),
     }
 }
 

@@ -95,9 +95,10 @@ pub(in crate::convert) struct Planar {
 /// NV12's UV: 16 outputs of a 3× downscale span 48 samples instead of 96, which the word and
 /// whole-weight blocks' windows (64 and 128) take; unpacked they took neither (YUY2 area and
 /// triangle at 1.5–1.9× NV12's time). At AVX2 the packed row halves the 16-byte pieces of a
-/// lane's window (`b8`: YUY2's 2 become NV12's 1 at 3×). (AVX2's exact box gained nothing from
-/// it: packing the row sums cost what the fewer pieces saved, 113 → 119 M instructions over a
-/// 10-frame run.)
+/// lane's window (`b8`: YUY2's 2 become NV12's 1 at 3×; `w8`: an exact box's 3 and 4 become 2,
+/// which fit the registers with the run's tables, `avx2::box_blocks`). (Packed after the row
+/// sums, AVX2's exact box gained nothing: the pass cost what the fewer pieces saved, 113 → 119 M
+/// instructions over a 10-frame run; `avx2::box_sums_split` packs them as it sums.)
 #[derive(Debug, Clone)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(in crate::convert) struct Compact {
@@ -109,6 +110,8 @@ pub(in crate::convert) struct Compact {
     pub(in crate::convert) whole: Option<super::Whole>,
     pub(in crate::convert) b8: Option<Blocks>,
     pub(in crate::convert) whole8: Option<super::Whole8>,
+    /// An exact box's word blocks at AVX2 over the packed row sums.
+    pub(in crate::convert) w8: Option<Blocks>,
 }
 
 impl Compact {
@@ -238,14 +241,15 @@ pub(in crate::convert) fn tap_groups(
                     false => None,
                 };
                 let w16 = if exact { plan(4, true) } else { None };
+                let w8 = if exact { plan(2, true) } else { None };
                 let b8 = plan(2, false);
                 let whole8 = match pil {
                     true => super::Whole8::new(&lead, &dense, members.len(), t, packed, b8.as_ref()),
                     false => None,
                 };
                 let base = (0..members.len()).map(|m| lead.iter().map(|&b| b + m as u32).collect()).collect();
-                (w16.is_some() || whole.is_some() || b8.is_some())
-                    .then(|| Box::new(Compact { from, len: packed, base, w16, b16, whole, b8, whole8 }))
+                (w16.is_some() || w8.is_some() || whole.is_some() || b8.is_some())
+                    .then(|| Box::new(Compact { from, len: packed, base, w16, b16, whole, b8, whole8, w8 }))
             }
             false => None,
         };

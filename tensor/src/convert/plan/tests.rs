@@ -477,7 +477,7 @@ fn tap_blocks_give_the_scalar_sums() {
 #[test]
 fn packed_groups_read_the_same_samples() {
     use crate::preprocess::Interpolation as I;
-    let mut checked = 0;
+    let (mut checked, mut checked_w8) = (0, 0);
     for format in [PixelFormat::Yuy2, PixelFormat::Uyvy] {
         let (_, comps) = components(format).unwrap();
         for (w, n) in [(1920, 640), (1600, 640), (1000, 400)] {
@@ -498,6 +498,18 @@ fn packed_groups_read_the_same_samples() {
                     if interp == I::Area {
                         assert!(c.whole.is_none(), "{format:?} {w}->{n}: area has no PIL weights");
                     }
+                    // An exact box's word blocks over the packed sums: two pieces a lane where
+                    // the row as it is takes three or four.
+                    if let Some(w8) = &g.w8 {
+                        let c8 = c.w8.as_ref().unwrap_or_else(|| panic!("{format:?} {w}->{n}: packed w8"));
+                        assert!(c8.words && c8.reach <= c.len && c8.done == w8.done, "{format:?} {w}->{n}");
+                        assert!(
+                            c8.pieces < w8.pieces && c8.pieces <= 2,
+                            "{format:?} {w}->{n}: {}",
+                            c8.pieces
+                        );
+                        checked_w8 += 1;
+                    }
                     let packed: Vec<u8> =
                         (0..c.len).map(|j| row.get(c.from + 2 * j).copied().unwrap_or(0)).collect();
                     let t = &cols[usize::from(comps[g.members[0]].chroma)];
@@ -516,6 +528,7 @@ fn packed_groups_read_the_same_samples() {
         }
     }
     assert!(checked > 10_000, "{checked}");
+    assert!(checked_w8 >= 8, "{checked_w8}");
 }
 
 /// Each two-lane block's run (`Blocks::runs`, which `avx2::box_blocks` holds in registers) ends
@@ -541,7 +554,8 @@ fn block_runs_share_their_tables() {
                 });
                 let plan = MultiTap::new(cols.clone(), cols.clone(), &comps, row_len, filter.round_between);
                 for g in &plan.groups {
-                    for bl in [&g.w8, &g.b8].into_iter().flatten() {
+                    let packed = g.compact.as_deref().map(|c| &c.w8);
+                    for bl in [&g.w8, &g.b8].into_iter().chain(packed).flatten() {
                         let blocks = bl.targets.len();
                         if bl.slide {
                             assert!(bl.runs.is_empty(), "sliding blocks have no runs");
