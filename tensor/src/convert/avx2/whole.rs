@@ -62,7 +62,8 @@ pub(in crate::convert) unsafe fn whole_bytes(
     }
 }
 
-/// Rows `rows[..R]` into `out[..R]` (see `whole_bytes`), `L` pieces a lane window, `M` members.
+/// Rows `rows[..R]` into `out[..R]` (see `whole_bytes`), `L` pieces a lane window, `M` members,
+/// `P` tap pairs (0: the plan's).
 #[inline(always)]
 unsafe fn whole_blocks<const L: usize, const M: usize, const R: usize, const P: usize>(
     rows: &[&[u8]],
@@ -73,79 +74,111 @@ unsafe fn whole_blocks<const L: usize, const M: usize, const R: usize, const P: 
     assert!(plan.pieces == L && rows.len() >= R && out.len() >= R && (1..=2).contains(&M));
     assert!(P == 0 || plan.pairs == P);
     let pairs = if P == 0 { plan.pairs } else { P };
-    let blocks = plan.bases.len().min(plan.whole.len()).min(plan.d.len()).min(plan.mul.len());
+    let blocks = plan.bases.len().min(plan.plain.len()).min(plan.d.len()).min(plan.mul.len());
     assert!(
-        plan.shift.len() >= blocks && plan.k.len() >= blocks * pairs && plan.ctl.len() >= blocks * pairs * L
+        plan.shift.len() >= blocks
+            && plan.k.len() >= blocks * pairs
+            && plan.n.len() >= blocks * pairs
+            && plan.ctl.len() >= blocks * pairs * L
     );
+    assert!(plan.tied.iter().all(|&b| (b as usize) < blocks), "tied blocks are blocks");
+    // Loops, not `array::from_fn`: with the pair count a constant, LLVM left those closures
+    // outlined, without AVX2, and NV12's kernel ran 25 % slower.
     let mut row = [std::ptr::null::<u8>(); R];
     for i in 0..R {
         row[i] = rows[i].as_ptr();
     }
     for b in 0..blocks {
-        if !*plan.whole.get_unchecked(b) {
-            continue;
+        if *plan.plain.get_unchecked(b) {
+            whole_block::<L, M, R, false>(&row, plan, pairs, out, b, ahead);
         }
-        unsafe {
-            let [s0, s1] = *plan.bases.get_unchecked(b);
-            let (s0, s1) = (s0 as usize, s1 as usize);
-            if ahead != 0 {
-                for r in row {
-                    prefetch(r.wrapping_add(s0 + ahead));
-                    prefetch(r.wrapping_add(s1 + 16 * L - 1 + ahead));
-                }
+    }
+    // The tied blocks after the others, as AVX-512's (none test anything per block).
+    for &b in &plan.tied {
+        whole_block::<L, M, R, true>(&row, plan, pairs, out, b as usize, ahead);
+    }
+    plan.done
+}
+
+/// Block `b` of `whole_blocks` over rows `row`, with the ties' remainders where `TIE`: a tie
+/// (`2S + D = 2D · q`) whose remainders sum below 0 is PIL's `q − 1` (`weights::pil_tied`).
+#[inline(always)]
+unsafe fn whole_block<const L: usize, const M: usize, const R: usize, const TIE: bool>(
+    row: &[*const u8; R],
+    plan: &Whole8,
+    pairs: usize,
+    out: &[[*mut u8; 4]],
+    b: usize,
+    ahead: usize,
+) {
+    unsafe {
+        let [s0, s1] = *plan.bases.get_unchecked(b);
+        let (s0, s1) = (s0 as usize, s1 as usize);
+        if ahead != 0 {
+            for &r in row {
+                prefetch(r.wrapping_add(s0 + ahead));
+                prefetch(r.wrapping_add(s1 + 16 * L - 1 + ahead));
             }
-            // Loops, not `array::from_fn`: with the pair count a constant, LLVM left those
-            // closures outlined, without AVX2, and NV12's kernel ran 25 % slower.
-            let mut v = [[_mm256_setzero_si256(); L]; R];
+        }
+        let mut v = [[_mm256_setzero_si256(); L]; R];
+        for i in 0..R {
+            for q in 0..L {
+                let lo = _mm_loadu_si128(row[i].add(s0 + 16 * q) as *const __m128i);
+                let hi = _mm_loadu_si128(row[i].add(s1 + 16 * q) as *const __m128i);
+                v[i][q] = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(lo), hi);
+            }
+        }
+        // Sums from `D` over twice the weights are `2S + D` (`Whole8::k`); with ties, the
+        // remainders' sums beside them (`Whole8::n`).
+        let d = _mm256_load_si256(plan.d.as_ptr().add(b) as *const __m256i);
+        let mut s = [d; R];
+        let mut e = [_mm256_setzero_si256(); R];
+        for p in 0..pairs {
+            let at = b * pairs + p;
+            let ctl = plan.ctl.as_ptr().add(at * L) as *const __m256i;
+            let mut c = [_mm256_setzero_si256(); L];
+            for q in 0..L {
+                c[q] = _mm256_load_si256(ctl.add(q));
+            }
+            let k = _mm256_load_si256(plan.k.as_ptr().add(at) as *const __m256i);
             for i in 0..R {
-                for q in 0..L {
-                    let lo = _mm_loadu_si128(row[i].add(s0 + 16 * q) as *const __m128i);
-                    let hi = _mm_loadu_si128(row[i].add(s1 + 16 * q) as *const __m128i);
-                    v[i][q] = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(lo), hi);
+                let mut t = _mm256_shuffle_epi8(v[i][0], c[0]);
+                for q in 1..L {
+                    t = _mm256_or_si256(t, _mm256_shuffle_epi8(v[i][q], c[q]));
+                }
+                s[i] = _mm256_add_epi16(s[i], _mm256_maddubs_epi16(t, k));
+                if TIE {
+                    let n = _mm256_load_si256(plan.n.as_ptr().add(at) as *const __m256i);
+                    e[i] = _mm256_add_epi16(e[i], _mm256_maddubs_epi16(t, n));
                 }
             }
-            // Sums from `D` over twice the weights are `2S + D` (`Whole8::k`).
-            let d = _mm256_load_si256(plan.d.as_ptr().add(b) as *const __m256i);
-            let mut s = [d; R];
-            for p in 0..pairs {
-                let at = b * pairs + p;
-                let ctl = plan.ctl.as_ptr().add(at * L) as *const __m256i;
-                let mut c = [_mm256_setzero_si256(); L];
-                for q in 0..L {
-                    c[q] = _mm256_load_si256(ctl.add(q));
-                }
-                let k = _mm256_load_si256(plan.k.as_ptr().add(at) as *const __m256i);
-                for i in 0..R {
-                    let mut t = _mm256_shuffle_epi8(v[i][0], c[0]);
-                    for q in 1..L {
-                        t = _mm256_or_si256(t, _mm256_shuffle_epi8(v[i][q], c[q]));
-                    }
-                    s[i] = _mm256_add_epi16(s[i], _mm256_maddubs_epi16(t, k));
-                }
+        }
+        let mul = _mm256_load_si256(plan.mul.as_ptr().add(b) as *const __m256i);
+        let count = _mm_cvtsi64_si128(*plan.shift.get_unchecked(b) as i64);
+        for i in 0..R {
+            // ⌊⌊t · m / 2^16⌋ / 2^s⌋.
+            let mut q = _mm256_srl_epi16(mulhi(s[i], mul), count);
+            if TIE {
+                let tie = _mm256_cmpeq_epi16(_mm256_mullo_epi16(q, _mm256_add_epi16(d, d)), s[i]);
+                let below = _mm256_cmpgt_epi16(_mm256_setzero_si256(), e[i]);
+                q = _mm256_add_epi16(q, _mm256_and_si256(tie, below));
             }
-            let mul = _mm256_load_si256(plan.mul.as_ptr().add(b) as *const __m256i);
-            let count = _mm_cvtsi64_si128(*plan.shift.get_unchecked(b) as i64);
-            for i in 0..R {
-                // ⌊⌊t · m / 2^16⌋ / 2^s⌋.
-                let q = _mm256_srl_epi16(mulhi(s[i], mul), count);
-                // Each lane's eight bytes (below 256), lane 0 then lane 1.
-                let v = _mm256_packus_epi16(q, q);
-                let o = |m: usize| out[i][m];
-                let (l0, l1) = (_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
-                match M {
-                    1 => {
-                        _mm_storel_epi64(o(0).add(16 * b) as *mut __m128i, l0);
-                        _mm_storel_epi64(o(0).add(16 * b + 8) as *mut __m128i, l1);
-                    }
-                    _ => {
-                        _mm_storel_epi64(o(0).add(8 * b) as *mut __m128i, l0);
-                        _mm_storel_epi64(o(1).add(8 * b) as *mut __m128i, l1);
-                    }
+            // Each lane's eight bytes (below 256), lane 0 then lane 1.
+            let v = _mm256_packus_epi16(q, q);
+            let o = |m: usize| out[i][m];
+            let (l0, l1) = (_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+            match M {
+                1 => {
+                    _mm_storel_epi64(o(0).add(16 * b) as *mut __m128i, l0);
+                    _mm_storel_epi64(o(0).add(16 * b + 8) as *mut __m128i, l1);
+                }
+                _ => {
+                    _mm_storel_epi64(o(0).add(8 * b) as *mut __m128i, l0);
+                    _mm_storel_epi64(o(1).add(8 * b) as *mut __m128i, l1);
                 }
             }
         }
     }
-    plan.done
 }
 
 /// `pmulhuw` as the instruction: from the intrinsic, LLVM widened the sums to dwords, multiplied

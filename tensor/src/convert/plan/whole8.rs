@@ -10,13 +10,20 @@
 //! `2S + D` becomes PIL's byte `⌊(2S + D) / 2D⌋` by a multiply-high per lane and one shift for the
 //! block (AVX2 shifts words by one count only): a block's `D`s share one (`whole::divider_at`), or
 //! it is not whole. As dwords shifted per lane, widened and packed back, the division took a
-//! third of the kernel's time. Outputs that are not whole, or whole only with ties (`weights::pil_tied`),
-//! leave their block to the 2^-22 blocks of the same outputs (`rest`).
+//! third of the kernel's time. Outputs whole only with ties (`weights::pil_tied`) carry their
+//! remainders as a second set of signed-byte weights, as AVX-512's blocks do: the 1.25× triangle
+//! (900p NV12's chroma → 640) is tied on every other pair of outputs, and without them the whole
+//! group ran the 2^-22 blocks, a third of the frame. Outputs that are not whole leave their block
+//! to the 2^-22 blocks of the same outputs (`rest`).
 
 use super::taps::Blocks;
+use super::weights::pil_tied;
 use super::whole::divider_at;
 use super::{Aligned32, Taps};
 use std::collections::HashMap;
+
+/// An output's tap with a whole weight or a remainder: (tap, `k`, `n`).
+type WeightedTap = (usize, i16, i8);
 
 /// Outputs of one lane, and lanes of a block.
 const LANE: usize = 8;
@@ -32,15 +39,21 @@ pub(in crate::convert) struct Whole8 {
     pub(in crate::convert) pairs: usize,
     /// 16-byte loads a lane's window takes.
     pub(in crate::convert) pieces: usize,
-    /// Per block: each lane's window's first byte, and whether every output of it is whole.
+    /// Per block: each lane's window's first byte, and whether every output of it is whole
+    /// (`plain`: and none tied); the whole blocks with a tied output.
     pub(in crate::convert) bases: Vec<[u32; 2]>,
     pub(in crate::convert) whole: Vec<bool>,
+    pub(in crate::convert) plain: Vec<bool>,
+    pub(in crate::convert) tied: Vec<u32>,
     /// `[block][pair][piece]`: `pshufb` controls (0x80 where the byte is not in that piece, or
     /// the tap has no weight), the pair's two taps in each word lane.
     pub(in crate::convert) ctl: Vec<Aligned32<[u8; 32]>>,
     /// `[block][pair]`: twice the taps' whole weights as signed bytes (the sums start at `D`, so
     /// they are `2S + D` with no more adds).
     pub(in crate::convert) k: Vec<Aligned32<[i8; 32]>>,
+    /// `[block][pair]`: the tied outputs' remainders `n` (`weights::pil_tied`) at their taps'
+    /// places, summed beside `k` in the tied blocks.
+    pub(in crate::convert) n: Vec<Aligned32<[i8; 32]>>,
     /// `[block]`, per lane: `D` and the multiplier of `⌊t / 2D⌋`; per block, its shift.
     pub(in crate::convert) d: Vec<Aligned32<[u16; 16]>>,
     pub(in crate::convert) mul: Vec<Aligned32<[u16; 16]>>,
@@ -85,16 +98,24 @@ impl Whole8 {
         };
         let mut dividers = HashMap::new();
         let mut divide = |d: u8, s: u16| *dividers.entry((d, s)).or_insert_with(|| divider_at(d as u16, s));
-        // Per output of the blocks: its (tap, whole weight) with a weight.
-        let taps_of: Vec<Vec<(usize, i16)>> = (0..blocks * LANE * per)
-            .map(|x| (0..t.taps).map(|j| (j, t.k[x * t.taps + j])).filter(|&(_, k)| k != 0).collect())
+        // Per output of the blocks: `D` (0: not whole) and its (tap, whole weight, remainder)
+        // where either is not 0; `Taps::d` and `k` where PIL's weights have them, else the tied.
+        let outs: Vec<(u8, Vec<WeightedTap>)> = (0..blocks * LANE * per)
+            .map(|x| {
+                let (d, k, n) = match t.d[x] {
+                    0 => pil_tied(&t.wi[x * t.taps..][..t.taps]).unwrap_or_default(),
+                    d => (d, t.k[x * t.taps..][..t.taps].to_vec(), vec![0; t.taps]),
+                };
+                let taps = (0..k.len()).map(|j| (j, k[j], n[j])).filter(|&(_, k, n)| k != 0 || n != 0);
+                (d, taps.collect())
+            })
             .collect();
         // Per block, the least shift that divides every output's `D` (none: not whole).
         let shifts: Vec<Option<u16>> = (0..blocks)
             .map(|b| {
                 let xs = || (0..LANES).flat_map(|l| lane(b, l).1..lane(b, l).1 + LANE);
-                match xs().all(|x| t.d[x] != 0) {
-                    true => (0..16).find(|&s| xs().all(|x| divide(t.d[x], s).is_some())),
+                match xs().all(|x| outs[x].0 != 0) {
+                    true => (0..16).find(|&s| xs().all(|x| divide(outs[x].0, s).is_some())),
                     false => None,
                 }
             })
@@ -107,7 +128,7 @@ impl Whole8 {
         // The bytes lane `l` of block `b` reads with a weight, as [first, last + 1).
         let reads = |b: usize, l: usize| {
             let (m, x0) = lane(b, l);
-            let bytes = (x0..x0 + LANE).flat_map(|x| taps_of[x].iter().map(move |&(j, _)| byte(m, x, j)));
+            let bytes = (x0..x0 + LANE).flat_map(|x| outs[x].1.iter().map(move |&(j, ..)| byte(m, x, j)));
             Some((bytes.clone().min()?, bytes.max()? + 1))
         };
         let mut pairs = 0;
@@ -117,20 +138,24 @@ impl Whole8 {
                 let (lo, hi) = reads(b, l)?;
                 pieces = pieces.max((hi - lo).div_ceil(16));
             }
-            pairs = pairs.max(live(b).map(|(_, _, x)| taps_of[x].len().div_ceil(2)).max()?);
+            pairs = pairs.max(live(b).map(|(_, _, x)| outs[x].1.len().div_ceil(2)).max()?);
         }
         if pieces > 4 || pairs == 0 || row_len < 16 * pieces {
             return None;
         }
         let span = 16 * pieces;
+        let tie = |b: usize| live(b).any(|(_, _, x)| outs[x].1.iter().any(|&(.., n)| n != 0));
         let mut plan = Whole8 {
             done: LANE * per * blocks,
             pairs,
             pieces,
             bases: Vec::with_capacity(blocks),
+            plain: (0..blocks).map(|b| whole[b] && !tie(b)).collect(),
+            tied: (0..blocks).filter(|&b| whole[b] && tie(b)).map(|b| b as u32).collect(),
             whole,
             ctl: Vec::with_capacity(blocks * pairs * pieces),
             k: Vec::with_capacity(blocks * pairs),
+            n: Vec::with_capacity(blocks * pairs),
             d: Vec::with_capacity(blocks),
             mul: Vec::with_capacity(blocks),
             shift: Vec::with_capacity(blocks),
@@ -143,6 +168,7 @@ impl Whole8 {
             let shift = shift.unwrap_or(0);
             let mut ctl = vec![[0x80u8; 32]; pairs * pieces];
             let mut k = vec![[0i8; 32]; pairs];
+            let mut n = vec![[0i8; 32]; pairs];
             if plan.whole[b] {
                 for (l, start) in starts.iter_mut().enumerate() {
                     // Pulled back from the row's end: no load leaves the row.
@@ -151,13 +177,15 @@ impl Whole8 {
                 for (l, m, x) in live(b) {
                     let i = x - lane(b, l).1;
                     let w = 16 * l + 2 * i;
-                    (d[8 * l + i], mul[8 * l + i]) = (t.d[x] as u16, divide(t.d[x], shift)?);
-                    for (n, &(j, kx)) in taps_of[x].iter().enumerate() {
+                    let dx = outs[x].0;
+                    (d[8 * l + i], mul[8 * l + i]) = (dx as u16, divide(dx, shift)?);
+                    for (at_tap, &(j, kx, nx)) in outs[x].1.iter().enumerate() {
                         let at = byte(m, x, j) - starts[l] as usize;
                         assert!(at < span, "the window holds every tap with a weight");
-                        let (p, h) = (n / 2, n % 2);
+                        let (p, h) = (at_tap / 2, at_tap % 2);
                         ctl[p * pieces + at / 16][w + h] = (at % 16) as u8;
                         k[p][w + h] = i8::try_from(2 * kx).ok()?;
+                        n[p][w + h] = nx;
                     }
                     for kp in &k {
                         if 255 * (kp[w] as i32 + kp[w + 1] as i32) > i16::MAX as i32 {
@@ -170,6 +198,7 @@ impl Whole8 {
             plan.bases.push(starts);
             plan.ctl.extend(ctl.into_iter().map(Aligned32));
             plan.k.extend(k.into_iter().map(Aligned32));
+            plan.n.extend(n.into_iter().map(Aligned32));
             plan.d.push(Aligned32(d));
             plan.mul.push(Aligned32(mul));
             plan.shift.push(shift as u64);

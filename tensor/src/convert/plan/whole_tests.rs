@@ -230,14 +230,15 @@ fn whole_blocks_give_pils_bytes() {
 /// lane its window, per tap pair and piece a `pshufb` control (one piece at most names each
 /// byte), the signed-byte weights in pairs from `D`, the block's multiply-high and shift: every
 /// whole block's output is PIL's byte, on gray, NV12 (the interleaved chroma pair) and YUY2's
-/// packed rows at 3×, 2.5×, 1.5× and odd ratios; the blocks that are not whole and those past the
-/// last name the 2^-22 blocks of their outputs.
+/// packed rows at 3×, 2.5×, 1.5×, 1.25× (its chroma tied: the remainders' sums beside) and odd
+/// ratios; the blocks that are not whole and those past the last name the 2^-22 blocks of their
+/// outputs.
 #[test]
 #[allow(clippy::needless_range_loop)]
 fn avx2_whole_blocks_give_pils_bytes() {
     use crate::preprocess::Interpolation as I;
     let mut next = xorshift(0x853c_49e6_748f_ea9bu64);
-    let (mut checked, mut plans) = (0, 0);
+    let (mut checked, mut plans, mut tied) = (0, 0, 0);
     let filter = Filter::of(I::BilinearAntialias, true).unwrap();
     for format in [PixelFormat::Gray8, PixelFormat::Nv12, PixelFormat::Yuy2] {
         let (_, comps) = components(format).unwrap();
@@ -298,7 +299,7 @@ fn avx2_whole_blocks_give_pils_bytes() {
                             let win = &row[wb.bases[b][l] as usize..][..16 * wb.pieces];
                             for i in 0..8 {
                                 let lane = 8 * l + i;
-                                let mut s = wb.d[b].0[lane] as i32;
+                                let (mut s, mut e) = (wb.d[b].0[lane] as i32, 0i32);
                                 for p in 0..wb.pairs {
                                     let at = b * wb.pairs + p;
                                     for h in 0..2 {
@@ -310,10 +311,20 @@ fn avx2_whole_blocks_give_pils_bytes() {
                                         if let Some(&q) = named.first() {
                                             let v = win[16 * q + wb.ctl[at * wb.pieces + q].0[idx] as usize];
                                             s += v as i32 * wb.k[at].0[idx] as i32;
+                                            e += v as i32 * wb.n[at].0[idx] as i32;
                                         }
                                     }
                                 }
-                                let q = ((s as u32 * wb.mul[b].0[lane] as u32) >> 16) >> wb.shift[b];
+                                let mut q = ((s as u32 * wb.mul[b].0[lane] as u32) >> 16) >> wb.shift[b];
+                                // A tie with a negative remainder sum (the tied blocks only).
+                                if wb.tied.contains(&(b as u32)) {
+                                    tied += 1;
+                                    if q * 2 * wb.d[b].0[lane] as u32 == s as u32 && e < 0 {
+                                        q -= 1;
+                                    }
+                                } else {
+                                    assert_eq!(e, 0, "remainders only in the tied blocks");
+                                }
                                 let x = x0 + i;
                                 let pil: i64 = (0..t.taps)
                                     .map(|j| {
@@ -334,5 +345,5 @@ fn avx2_whole_blocks_give_pils_bytes() {
             }
         }
     }
-    assert!(checked > 20_000 && plans >= 8, "{checked} outputs, {plans} plans");
+    assert!(checked > 20_000 && plans >= 8 && tied > 1000, "{checked} outputs, {plans} plans, {tied} tied");
 }
