@@ -60,12 +60,16 @@ pub(in crate::convert) unsafe fn box_sums(
         }
     };
     for t in t..hi {
-        let mut acc = 0u16;
-        for (j, &w) in k.iter().enumerate() {
-            acc = acc.wrapping_add((w as u16).wrapping_mul(*base.add(j * stride + t) as u16));
-        }
-        sums[t] = acc;
+        sums[t] = sum_at(base, stride, k, t);
     }
+}
+
+/// The vertical sum of sample `t` (the loops' tails): `Σ_j k[j] · base[j · stride + t]`, as u16.
+#[inline(always)]
+unsafe fn sum_at(base: *const u8, stride: usize, k: &[i16], t: usize) -> u16 {
+    k.iter().enumerate().fold(0u16, |acc, (j, &w)| {
+        acc.wrapping_add((w as u16).wrapping_mul(*base.add(j * stride + t) as u16))
+    })
 }
 
 /// `box_sums` split as it goes into the even samples' sums and the odd ones' (`even[i] =
@@ -109,11 +113,7 @@ pub(in crate::convert) unsafe fn box_sums_split(
         _ => box_sums_split_n::<4>(base, stride, k, lo, hi, out, ahead),
     };
     for t in t..hi {
-        let mut acc = 0u16;
-        for (j, &w) in k.iter().enumerate() {
-            acc = acc.wrapping_add((w as u16).wrapping_mul(*base.add(j * stride + t) as u16));
-        }
-        *out[t % 2].add(t / 2) = acc;
+        *out[t % 2].add(t / 2) = sum_at(base, stride, k, t);
     }
     true
 }
