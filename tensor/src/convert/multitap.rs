@@ -17,8 +17,8 @@ use super::plan::{Comp, Compact, MultiTap, TapGroup, Taps, PIL_HALF, PIL_SHIFT};
 /// per row, tap and member (about 60 per output row of NV12 `bilinear-antialias`; `div` was the
 /// driver's hottest instruction there). With the mask and `next_rows` filling the caller's
 /// array: engine, uint8, AVX-512, 8 rotating frames, min of 1000, three runs each: 0.403–0.407
-/// → 0.386–0.395 ms (`area`, whose exact box keeps no ring: unchanged).
-/// Room for `ROWS_AT_ONCE - 1` rows past them too, which `pil8_row` fills ahead.
+/// → 0.386–0.395 ms (`area`, whose exact box keeps no ring: unchanged). With room for
+/// `ROWS_AT_ONCE - 1` rows past them, which `pil8_row` fills ahead (`fill_end`).
 pub(super) fn ring_slots(taps: usize) -> usize {
     (taps + ROWS_AT_ONCE - 1).next_power_of_two()
 }
@@ -522,7 +522,8 @@ fn fill_end(rows: &Taps, cy: usize) -> usize {
 
 /// The next source rows (up to `ROWS_AT_ONCE`) of `first..first + kv` from `*r` on that a ring
 /// (`tags`: the row each slot holds) does not hold yet, then of `first + kv..end` to fill the
-/// batch, into `batch`, and how many; `*r` moves past them. The byte ring of `pil8_row` and the filtered rows of `multitap_row` fill alike.
+/// batch, into `batch`, and how many; `*r` moves past them. The byte ring of `pil8_row` and the
+/// filtered rows of `multitap_row` fill alike.
 /// (Into the caller's array: returned with the count, the array came back through a copy whose
 /// 16-byte load spanned two 8-byte stores, a store-forwarding stall per call, the driver's
 /// hottest instruction after the ring's divisions went.)
@@ -589,8 +590,6 @@ mod tests {
     use super::{ahead_bytes, ahead_rows, box_asks, MULTI_PREFETCH_AHEAD, TRICKLE_FROM};
     use crate::preprocess::Interpolation;
 
-    /// The distance points at the first row output row `cy + MULTI_PREFETCH_AHEAD` reads, and is
-    /// 0 where that row's taps pass the plane's last row or there is no such output row.
     /// `pil8_row`'s filling of the byte ring (`next_rows` up to `fill_end`): every source row
     /// an output row reads is in the ring when it blends them, each filtered once, and the calls
     /// take `ROWS_AT_ONCE` rows but at the ends from 1.5× on (NV12's 1.5× chroma took one and two
@@ -643,6 +642,8 @@ mod tests {
         }
     }
 
+    /// The distance points at the first row output row `cy + MULTI_PREFETCH_AHEAD` reads, and is
+    /// 0 where that row's taps pass the plane's last row or there is no such output row.
     #[test]
     fn ahead_bytes_points_at_the_rows_two_outputs_on() {
         let stride = 1920;
