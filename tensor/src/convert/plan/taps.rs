@@ -164,9 +164,9 @@ pub(in crate::convert) struct Blocks {
     pub(in crate::convert) lo: Vec<u32>,
     /// Bytes from the row's start that every load stays below.
     pub(in crate::convert) reach: usize,
-    /// Two lanes, not sliding: per block, the end of its run of blocks with the same `shuf` and
-    /// `hi` tables (at integer and most camera factors, every block but the row's ends), which a
-    /// kernel holds in registers for the run; empty otherwise.
+    /// Two lanes of words (`avx2::box_blocks`): per block, the end of its run of blocks with the
+    /// same `shuf` and `hi` tables (at integer and most camera factors, every block but the row's
+    /// ends), which the kernel holds in registers for the run; empty otherwise.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) runs: Vec<u32>,
 }
@@ -520,7 +520,8 @@ impl Blocks {
                 }
             }
         }
-        if lanes == 2 && !plan.slide {
+        // (Word blocks never slide.)
+        if lanes == 2 && words {
             let shuf = |b: usize| &plan.shuf[b * pairs * plan.pieces..][..pairs * plan.pieces];
             let hi = |b: usize| &plan.hi[b * pairs * 8..][..pairs * 8];
             let same = |a: usize, b: usize| shuf(a) == shuf(b) && hi(a) == hi(b);

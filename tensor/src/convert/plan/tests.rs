@@ -531,9 +531,10 @@ fn packed_groups_read_the_same_samples() {
     assert!(checked_w8 >= 8, "{checked_w8}");
 }
 
-/// Each two-lane block's run (`Blocks::runs`, which `avx2::box_blocks` holds in registers) ends
-/// past it, covers only blocks with its `pshufb` controls and weights, and stops where they
-/// change; at an integer factor the blocks between the row's ends are one run.
+/// Each two-lane word block's run (`Blocks::runs`, which `avx2::box_blocks` holds in
+/// registers) ends past it, covers only blocks with its `pshufb` controls and weights, and stops
+/// where they change; at an integer factor the blocks between the row's ends are one run. Other
+/// blocks have none.
 #[test]
 fn block_runs_share_their_tables() {
     use crate::preprocess::Interpolation as I;
@@ -557,8 +558,8 @@ fn block_runs_share_their_tables() {
                     let packed = g.compact.as_deref().map(|c| &c.w8);
                     for bl in [&g.w8, &g.b8].into_iter().chain(packed).flatten() {
                         let blocks = bl.targets.len();
-                        if bl.slide {
-                            assert!(bl.runs.is_empty(), "sliding blocks have no runs");
+                        if !bl.words {
+                            assert!(bl.runs.is_empty(), "only the word blocks have runs");
                             continue;
                         }
                         assert_eq!(bl.runs.len(), blocks, "{format:?} {w}->{n} {interp:?}");
