@@ -1,9 +1,10 @@
 #!/bin/bash
 # Static estimates (llvm-mca, not timings) of the aarch64 conversion loops: the explicit NEON
-# kernels (`Simd::Neon`, tensor/src/convert/neon.rs) against the baseline's auto-vectorized loops
+# kernels (`Simd::Neon`, tensor/src/convert/neon/) against the baseline's auto-vectorized loops
 # (baseline.rs as the compiler makes it for aarch64, inlined into the row driver), sampling and
 # finish apart, in cycles per 16 output pixels of 1920x1080 -> 640x640 letterbox (content 640x360:
-# luma 3x, NV12 chroma 1.5x).
+# luma 3x, NV12 chroma 1.5x); and PIL's horizontal pass (`bilinear-antialias`) per 16 outputs of
+# one member, NEON's 2^-22 blocks against its whole weights tap by tap.
 #
 # How: the crate's aarch64 assembly (one codegen unit, v0 symbol names so each NEON kernel variant
 # is its own demangled symbol); a loop is a backward branch, the innermost ones are kept. NEON
@@ -124,9 +125,41 @@ def source_line(snippet):
             return i
     sys.exit(f'neon-mca: "{snippet}" not in {BASELINE}')
 
+def nested_loops(f, repeat):
+    """Loops whose body holds inner loops that store nothing (a loop over tap pairs of a runtime
+    count inside the block loop), the inner bodies repeated `repeat` times: one block's
+    instructions."""
+    items, at, spans = f['items'], {}, []
+    for i, (kind, text, _) in enumerate(items):
+        if kind == 'label':
+            at[text] = i
+        else:
+            m = BRANCH.match(text)
+            target = m and m.group(2).split(',')[-1].strip()
+            if target in at:
+                spans.append((at[target], i))
+    body = lambda a, b: [it for it in items[a:b + 1] if it[0] == 'ins']
+    found = []
+    for a, b in spans:
+        inner = [s for s in spans if s != (a, b) and a <= s[0] and s[1] <= b]
+        if not inner or any(stored(body(*s)) for s in inner):
+            continue
+        flat, i = [], a
+        for s in sorted(inner):
+            if s[0] < i:
+                continue
+            flat += body(i, s[0] - 1) + body(*s) * repeat
+            i = s[1] + 1
+        found.append(flat + body(i, b))
+    return found
+
 def choose(funcs, where, need, want=(), avoid=()):
-    """The loop for one part of a case: `where` a symbol suffix or a baseline.rs snippet."""
-    if where.startswith('neon::'):
+    """The loop for one part of a case: `where` a symbol suffix (`nest:N:` before it: the block
+    loop around a loop run N times, see `nested_loops`) or a baseline.rs snippet."""
+    if where.startswith('nest:'):
+        _, times, name = where.split(':', 2)
+        cands = [b for f in funcs if f['name'].endswith(name) for b in nested_loops(f, int(times))]
+    elif where.startswith('neon::'):
         cands = [b for f in funcs if f['name'].endswith(where) for b in inner_loops(f)]
     else:
         line = source_line(where)
@@ -177,6 +210,16 @@ CASES = [
     ('finish', 'YUV -> float32 RGB chw (mean/std)', 'NEON', [('neon::finish_rows::<0, 1, 2>', 192, (), ['^st3'])]),
     ('finish', 'YUV -> float32 RGB chw (mean/std)', 'baseline', [
         (YUV_ROW, 192, (), ()), (STORE, 192, *F32_ONLY)]),
+    ('PIL horizontal', 'NV12 Y 3x (triangle 1 2 3 2 1 / 9)', 'NEON 2^-22 blocks, 3 rows a call',
+     [('nest:3:neon::multitap_blocks::<1, true, 1, 3, false>', 64, (), ())]),
+    ('PIL horizontal', 'NV12 Y 3x (triangle 1 2 3 2 1 / 9)', 'NEON whole taps',
+     [('neon::whole::tap_blocks::<5, 4>', 64, (), ())]),
+    ('PIL horizontal', 'NV12 UV 1.5x (two members)', 'NEON 2^-22 blocks, 3 rows a call',
+     [('nest:2:neon::multitap_blocks::<1, true, 2, 3, false>', 64, (), ())]),
+    ('PIL horizontal', 'NV12 UV 1.5x (two members)', 'NEON 2^-22 blocks, 1 row a call',
+     [('nest:2:neon::multitap_blocks::<1, true, 2, 1, false>', 64, (), ())]),
+    ('PIL horizontal', 'NV12 UV 1.5x (two members)', 'NEON whole taps',
+     [('neon::whole::tap_blocks::<3, 4>', 64, (), ())]),
     ('finish', 'RGBA -> uint8 RGB hwc', 'NEON', [('neon::finish_rows::<1, 1, 0>', 48, ['^st3'], ())]),
     ('finish', 'RGBA -> uint8 RGB hwc', 'baseline', [
         (RGB_ROW, 192, (), ()), (ROUND, 48, (), ()), (WEAVE, 48, ['^st3'], ())]),
@@ -184,7 +227,7 @@ CASES = [
 
 funcs = parse(asm)
 print(f'assembly: {asm}\nllvm-mca: {mca}')
-print('cycles per 16 output pixels (llvm-mca estimates, not timings)\n')
+print('cycles per 16 output pixels, or 16 outputs of one member for PIL horizontal (llvm-mca estimates, not timings)\n')
 head = f'| stage | case | level | loops (instructions/iteration, bytes stored/iteration) | ' + \
        ' | '.join(cpus) + ' |'
 print(head)

@@ -6,7 +6,7 @@
 use super::super::avx2;
 #[cfg(target_arch = "x86_64")]
 use super::super::avx512;
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::multitap;
 use super::super::multitap::VTaps;
 #[cfg(target_arch = "aarch64")]
@@ -18,6 +18,8 @@ use super::super::plan::MultiTap;
 use super::super::plan::{Blocks, Compact, TapGroup};
 #[cfg(target_arch = "x86_64")]
 use super::super::plan::{EvenBox, Pixels, Whole8};
+#[cfg(target_arch = "aarch64")]
+use super::super::plan::{SLOW, TBL_BLOCK};
 use super::super::Converter;
 
 /// A group's rows-first plan at a level (`multitap::box_row`): blocks over the sums, or (AVX2)
@@ -176,6 +178,30 @@ pub(super) fn multitap_horizontal(
         if let Some(plan) = g.b8.as_ref().filter(|p| c.avx2() && fits(p.reach)) {
             return unsafe { avx2::multitap(rows, plan, pil, out, ahead) };
         }
+    }
+    // PIL's whole weights tap by tap; the blocks with an output that is not whole (an edge's)
+    // by the scalar loops' sums.
+    #[cfg(target_arch = "aarch64")]
+    if let Some(plan) = g.whole_taps.as_ref().filter(|p| pil && c.neon() && fits(p.reach)) {
+        let done = unsafe { neon::whole_taps(rows, plan, out, ahead) };
+        let t = &m.cols[usize::from(c.comps[g.members[0]].chroma)];
+        for b in plan.blocks.iter().filter(|b| b.table == SLOW) {
+            let (j, x0) = (b.member as usize, b.x as usize);
+            let k = g.members[j];
+            for (row, o) in rows.iter().zip(out) {
+                for x in x0..x0 + TBL_BLOCK {
+                    let v = multitap::pil_sum(
+                        row,
+                        m.base[k][x] as usize,
+                        c.comps[k].step,
+                        &t.wi[x * t.taps..][..t.taps],
+                    );
+                    // The member's row holds `plan.done` values (`whole_taps`' safety).
+                    unsafe { *o[j].add(x) = v };
+                }
+            }
+        }
+        return done;
     }
     #[cfg(target_arch = "aarch64")]
     if let Some(plan) = g.b8.as_ref().filter(|p| c.neon() && fits(p.reach)) {

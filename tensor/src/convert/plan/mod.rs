@@ -16,6 +16,7 @@ mod taps;
 mod weights;
 mod whole;
 mod whole8;
+mod whole_taps;
 pub(super) use even::EvenBox;
 #[cfg(target_arch = "x86_64")]
 pub(super) use even::EVEN_BLOCK;
@@ -32,6 +33,8 @@ pub(super) use weights::{multi_axis, Filter, MultiTap, Taps, MAX_TAPS, PIL_SHIFT
 pub(super) use whole::divider;
 pub(super) use whole::Whole;
 pub(super) use whole8::Whole8;
+#[cfg_attr(not(target_arch = "aarch64"), allow(unused_imports))]
+pub(super) use whole_taps::{TapBlock, WholeTaps, SLOW, TBL_BLOCK};
 
 /// One colour component of the source: which plane, where in a granule, and its resolution.
 #[derive(Debug, Clone, Copy)]

@@ -61,6 +61,9 @@ pub(in crate::convert) struct TapGroup {
     /// ... and 16-lane blocks for the AVX2 level's byte ring (`plan::Whole8`), `b8` for the rest.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) whole8: Option<super::Whole8>,
+    /// ... and tap by tap, sixteen outputs of one member a block, for NEON (`plan::WholeTaps`).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(in crate::convert) whole_taps: Option<super::WholeTaps>,
     /// Four-byte pixels (RGBA, BGRA, RGBx…) under PIL's whole weights at AVX2: each row split
     /// into its channels' rows (`avx2::pack_planar`), the same plan for every channel.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -265,6 +268,10 @@ pub(in crate::convert) fn tap_groups(
             true => super::Whole8::new(&base[k], &offsets, c.step, t, len, b8.as_ref()),
             false => None,
         };
+        let whole_taps = match pil && cfg!(any(test, target_arch = "aarch64")) {
+            true => super::WholeTaps::new(&base[k], &offsets, c.step, t, len),
+            false => None,
+        };
         // Channels of four-byte pixels: pixel `p`'s channel at byte `p` of its row.
         let planar = match pil
             && cfg!(any(test, target_arch = "x86_64"))
@@ -287,6 +294,7 @@ pub(in crate::convert) fn tap_groups(
             b16,
             b8,
             whole8,
+            whole_taps,
             px8,
             w16,
             e16,

@@ -347,3 +347,100 @@ fn avx2_whole_blocks_give_pils_bytes() {
     }
     assert!(checked > 20_000 && plans >= 8 && tied > 1000, "{checked} outputs, {plans} plans, {tied} tied");
 }
+
+/// NEON's tap-by-tap whole blocks (`WholeTaps`), their arithmetic run in scalar as the kernel's
+/// lanes do it (`tbl` bytes, `umlal` into u16 from `D`, a multiply-high and a per-lane shift, a
+/// tie with a negative remainder sum one less) give PIL's byte for every output of every block
+/// that has a table: planes of one member and NV12's two, at 3×, 2.5×, 1.5×, 1.25× (tied) and odd
+/// ratios, random rows. Between a row's ends the blocks share a few tables (at 3× and 1.5×
+/// one run of blocks each, and the ends'), the runs cover each block with a table once, and no
+/// sum passes 16 bits.
+#[test]
+#[allow(clippy::needless_range_loop)]
+fn neon_tap_blocks_give_pils_bytes() {
+    use crate::preprocess::Interpolation as I;
+    let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
+    let (mut checked, mut plans, mut tied) = (0, 0, 0);
+    let filter = Filter::of(I::BilinearAntialias, true).unwrap();
+    for format in [PixelFormat::Gray8, PixelFormat::Nv12, PixelFormat::I420] {
+        let (_, comps) = components(format).unwrap();
+        for (w, n) in [(1920, 640), (1600, 640), (960, 640), (800, 640), (1000, 333), (1000, 700)] {
+            let div = if format == PixelFormat::Gray8 { 1 } else { 2 };
+            let cols = [
+                multi_axis(n, 0, w, 1, 0, w - 1, filter, 0.0),
+                multi_axis(n, 0, w, div, 0, w / div - 1, filter, 0.0),
+            ];
+            let row_len: [usize; 3] = std::array::from_fn(|p| match p < format.num_planes() {
+                true => format.plane_sampling(p, 1).row_bytes(w),
+                false => 0,
+            });
+            let plan = MultiTap::new(cols.clone(), cols.clone(), &comps, row_len, true);
+            for g in &plan.groups {
+                let lead = comps[g.members[0]];
+                let t = &cols[usize::from(lead.chroma)];
+                let Some(wt) = &g.whole_taps else { continue };
+                plans += 1;
+                let slow = wt.blocks.iter().filter(|b| b.table == SLOW).count();
+                assert!(4 * slow < wt.blocks.len(), "{format:?} {w}->{n}: {slow} blocks left to the loops");
+                assert_eq!(wt.done, t.d.len() / TBL_BLOCK * TBL_BLOCK);
+                // The runs cover every block with a table once, each with its blocks' table.
+                let mut covered = vec![false; wt.blocks.len()];
+                for &[from, to, table] in &wt.runs {
+                    for b in from as usize..to as usize {
+                        assert!(!covered[b] && wt.blocks[b].table == table);
+                        covered[b] = true;
+                    }
+                }
+                assert!(covered.iter().zip(&wt.blocks).all(|(&c, b)| c == (b.table != SLOW)));
+                if w == 3 * n || 2 * w == 3 * n {
+                    assert!(wt.tables.len() <= 8, "{format:?} {w}->{n}: {} tables", wt.tables.len());
+                    let members = g.members.len();
+                    assert!(wt.runs.len() <= 3 * members, "{format:?} {w}->{n}: {} runs", wt.runs.len());
+                }
+                for round in 0..3 {
+                    let row: Vec<u8> = (0..row_len[lead.plane])
+                        .map(|i| if round == 2 { 255 * (i % 2) as u8 } else { next() as u8 })
+                        .collect();
+                    assert!(wt.reach <= row.len());
+                    for b in wt.blocks.iter().filter(|b| b.table != SLOW) {
+                        let tb = &wt.tables[b.table as usize];
+                        let win = &row[b.base as usize..][..16 * wt.pieces];
+                        for o in 0..TBL_BLOCK {
+                            let byte = |j: usize| win.get(tb.idx[j][o] as usize).map_or(0, |&v| v as u32);
+                            let mut s = tb.d[o] as u32;
+                            for j in 0..wt.taps {
+                                s += tb.k[j][o] as u32 * byte(j);
+                            }
+                            assert!(s < 1 << 16, "the u16 lanes never wrap");
+                            let mut q = ((s * tb.mul[o] as u32) >> 16) >> -tb.shift[o];
+                            if !tb.n.is_empty() {
+                                let e: i32 = (0..wt.taps).map(|j| tb.n[j][o] as i32 * byte(j) as i32).sum();
+                                assert!(e.abs() <= i16::MAX as i32);
+                                if q * 2 * tb.d[o] as u32 == s {
+                                    tied += 1;
+                                    if e < 0 {
+                                        q -= 1;
+                                    }
+                                }
+                            }
+                            let (k, x) = (g.members[b.member as usize], b.x as usize + o);
+                            let pil: i64 = (0..t.taps)
+                                .map(|j| {
+                                    t.wi[x * t.taps + j] as i64
+                                        * row[plan.base[k][x] as usize + lead.step * j] as i64
+                                })
+                                .sum::<i64>();
+                            let pil = ((pil + (1 << 21)) >> 22).clamp(0, 255);
+                            assert_eq!(
+                                q as i64, pil,
+                                "{format:?} {w}->{n} round {round} block {b:?} output {x}"
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 50_000 && plans >= 10 && tied > 100, "{checked} outputs, {plans} plans, {tied} ties");
+}

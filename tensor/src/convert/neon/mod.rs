@@ -31,6 +31,9 @@ use super::plan::{
 };
 use std::arch::aarch64::*;
 
+mod whole;
+pub(super) use whole::whole_taps;
+
 /// A group's components at every content column through its `Shuffle` plan (the arithmetic of
 /// `avx2::sample`), then the columns after the last block as `group_tail` does them.
 /// Returns the columns its blocks wrote.
