@@ -540,15 +540,22 @@ impl Converter {
                                     g.w16.is_some()
                                         || g.w8.is_some()
                                         || g.pw8.is_some()
-                                        || g.compact.is_some()
+                                        || g.compact
+                                            .as_ref()
+                                            .is_some_and(|p| p.w16.is_some() || p.w8.is_some())
                                 }) =>
                             {
                                 Lines::zeroed(m.row_len.iter().copied().max().unwrap_or(0))
                             }
                             _ => Lines::default(),
                         },
+                        // (The exact box's packed sums: `box_row`.)
                         packed: match &multi {
-                            Some(m) if m.groups.iter().any(|g| g.compact.is_some()) => {
+                            Some(m)
+                                if m.groups.iter().any(|g| {
+                                    g.compact.as_ref().is_some_and(|p| p.w16.is_some() || p.w8.is_some())
+                                }) =>
+                            {
                                 Lines::zeroed(m.row_len.iter().copied().max().unwrap_or(0))
                             }
                             _ => Lines::default(),

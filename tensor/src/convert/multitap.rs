@@ -427,7 +427,11 @@ pub(super) fn multitap_row(
                     if m.round_between {
                         let weights = cols.wi[done * kh..].chunks_exact(kh);
                         for ((o, &base), w) in filtered[done..].iter_mut().zip(bases).zip(weights) {
-                            *o = pil_sum(row, base as usize, comp.step, w);
+                            let mut acc = PIL_HALF;
+                            for j in 0..kh {
+                                acc += w[j] * at(base, j) as i32;
+                            }
+                            *o = pil_byte((acc >> PIL_SHIFT).clamp(0, 255));
                         }
                     } else {
                         let weights = cols.w[done * kh..].chunks_exact(kh);
@@ -565,17 +569,6 @@ pub(super) const ROWS_AT_ONCE: usize = 3;
 #[inline(always)]
 fn pil_byte(v: i32) -> f32 {
     f32::from_bits(v as u32)
-}
-
-/// PIL's horizontal output from `row` (taps `step` bytes apart from byte `base`, weights `w` in
-/// 2^-22ths) as the f32 ring holds it (`pil_byte`).
-#[inline(always)]
-pub(super) fn pil_sum(row: &[u8], base: usize, step: usize, w: &[i32]) -> f32 {
-    let mut acc = PIL_HALF;
-    for (j, &w) in w.iter().enumerate() {
-        acc += w * row[base + step * j] as i32;
-    }
-    pil_byte((acc >> PIL_SHIFT).clamp(0, 255))
 }
 
 /// The most taps the level's vertical kernels take (more go row by row here).

@@ -18,8 +18,6 @@ use super::super::plan::MultiTap;
 use super::super::plan::{Blocks, Compact, TapGroup};
 #[cfg(target_arch = "x86_64")]
 use super::super::plan::{EvenBox, Pixels, Whole8};
-#[cfg(target_arch = "aarch64")]
-use super::super::plan::{SLOW, TBL_BLOCK};
 use super::super::Converter;
 
 /// A group's rows-first plan at a level (`multitap::box_row`): blocks over the sums, or (AVX2)
@@ -179,29 +177,11 @@ pub(super) fn multitap_horizontal(
             return unsafe { avx2::multitap(rows, plan, pil, out, ahead) };
         }
     }
-    // PIL's whole weights tap by tap; the blocks with an output that is not whole (an edge's)
-    // by the scalar loops' sums.
     #[cfg(target_arch = "aarch64")]
-    if let Some(plan) = g.whole_taps.as_ref().filter(|p| pil && c.neon() && fits(p.reach)) {
-        let done = unsafe { neon::whole_taps(rows, plan, out, ahead) };
-        let t = &m.cols[usize::from(c.comps[g.members[0]].chroma)];
-        for b in plan.blocks.iter().filter(|b| b.table == SLOW) {
-            let (j, x0) = (b.member as usize, b.x as usize);
-            let k = g.members[j];
-            for (row, o) in rows.iter().zip(out) {
-                for x in x0..x0 + TBL_BLOCK {
-                    let v = multitap::pil_sum(
-                        row,
-                        m.base[k][x] as usize,
-                        c.comps[k].step,
-                        &t.wi[x * t.taps..][..t.taps],
-                    );
-                    // The member's row holds `plan.done` values (`whole_taps`' safety).
-                    unsafe { *o[j].add(x) = v };
-                }
-            }
+    if pil && c.neon() {
+        if let Some(done) = neon_whole(c, m, g, rows, out, ahead, packed) {
+            return done;
         }
-        return done;
     }
     #[cfg(target_arch = "aarch64")]
     if let Some(plan) = g.b8.as_ref().filter(|p| c.neon() && fits(p.reach)) {
@@ -209,6 +189,73 @@ pub(super) fn multitap_horizontal(
     }
     let _ = (c, rows, out, pil, g, fits, ahead, packed);
     0
+}
+
+/// PIL's whole weights at NEON, tap by tap (`plan::WholeTaps`), over the rows as they are,
+/// packed to every other byte (`plan::Compact`: YUY2's and UYVY's groups, each packing the rows
+/// it reads) or split into channel rows (`plan::Planar`: four-byte pixels, each blended channel
+/// one member's rows) in `packed` (`multitap::ROWS_AT_ONCE` rows of scratch). Returns the
+/// outputs each member has, `None` where the group has no such plan.
+#[cfg(target_arch = "aarch64")]
+fn neon_whole(
+    c: &Converter,
+    m: &MultiTap,
+    g: &TapGroup,
+    rows: &[&[u8]],
+    out: &[[*mut f32; 4]],
+    ahead: usize,
+    packed: &mut [u8],
+) -> Option<usize> {
+    const ROWS: usize = multitap::ROWS_AT_ONCE;
+    let fits = |reach: usize| rows.iter().all(|r| reach <= r.len());
+    let stride = packed.len() / ROWS;
+    let n = rows.len();
+    assert!(n <= ROWS && out.len() == n, "a row's members' rows each");
+    let planar = g.planar.as_deref().filter(|p| 4 * p.len <= stride && fits(4 * p.len));
+    let compact = g.compact.as_deref().filter(|p| p.len <= stride);
+    let plan = if let Some((p, plan)) = planar.and_then(|p| Some((p, p.whole_taps.as_ref()?))) {
+        let quarter = stride / 4;
+        for (i, row) in rows.iter().enumerate() {
+            let slot = packed[i * stride..].as_mut_ptr();
+            let quarters = std::array::from_fn(|c| slot.wrapping_add(c * quarter));
+            // Each quarter holds `p.len` bytes (`4 * p.len <= stride`).
+            unsafe { neon::pack_planar(&row[..4 * p.len], quarters, ahead) };
+        }
+        let packed: &[u8] = packed;
+        for (j, &k) in g.members.iter().enumerate().filter(|&(_, &k)| m.blended[k]) {
+            let channel = c.comps[k].offset % 4;
+            let src: [&[u8]; ROWS] = std::array::from_fn(|i| {
+                if i < n {
+                    &packed[i * stride + channel * quarter..][..p.len]
+                } else {
+                    &[]
+                }
+            });
+            let dst: [[*mut f32; 4]; ROWS] = std::array::from_fn(|i| match i < n {
+                true => [out[i][j], std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut()],
+                false => [std::ptr::null_mut(); 4],
+            });
+            unsafe { neon::whole_taps(&src[..n], plan, &dst[..n], 0) };
+        }
+        plan
+    } else if let Some((p, plan)) =
+        compact.and_then(|p| Some((p, p.whole_taps.as_ref().filter(|w| w.reach <= p.len)?)))
+    {
+        for (i, row) in rows.iter().enumerate() {
+            neon::pack_bytes(row, p.from, &mut packed[i * stride..][..p.len], ahead);
+        }
+        let packed: &[u8] = packed;
+        let src: [&[u8]; ROWS] =
+            std::array::from_fn(|i| if i < n { &packed[i * stride..][..p.len] } else { &[] });
+        // The packed rows are the scratch's: the frame's lines were asked for above.
+        unsafe { neon::whole_taps(&src[..n], plan, out, 0) };
+        plan
+    } else {
+        let plan = g.whole_taps.as_ref().filter(|p| fits(p.reach))?;
+        unsafe { neon::whole_taps(rows, plan, out, ahead) };
+        plan
+    };
+    Some(plan.done)
 }
 
 /// Whether PIL's byte ring at AVX2 takes group `gi` (`avx2_pil8`): the level has byte blocks

@@ -31,7 +31,9 @@ use super::plan::{
 };
 use std::arch::aarch64::*;
 
+mod pack;
 mod whole;
+pub(super) use pack::{pack_bytes, pack_planar};
 pub(super) use whole::whole_taps;
 
 /// A group's components at every content column through its `Shuffle` plan (the arithmetic of

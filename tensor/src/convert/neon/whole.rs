@@ -6,8 +6,8 @@ use crate::convert::plan::{TapBlock, WholeTaps};
 use std::arch::aarch64::*;
 
 /// PIL's horizontal pass over source rows `rows` into their members' rows of the f32 ring
-/// (`out[i]`, PIL's bytes as i32 bits, as `neon::multitap` stores them) for the blocks of
-/// `plan` that have a table; the `SLOW` blocks are the caller's. Each block's window asked for
+/// (`out[i]`, PIL's bytes as i32 bits, as `neon::multitap` stores them), the blocks of `plan`
+/// (`plan::WholeTaps`). Each block's window asked for
 /// again `ahead` bytes on (0: none). Returns the outputs each member has from the blocks.
 ///
 /// # Safety
@@ -209,13 +209,13 @@ unsafe fn run_blocks<const T: usize, const L: usize, const TIE: bool>(
 #[cfg(test)]
 mod tests {
     use super::whole_taps;
-    use crate::convert::plan::{components, multi_axis, Filter, MultiTap, SLOW, TBL_BLOCK};
+    use crate::convert::plan::{components, multi_axis, Filter, MultiTap, TBL_BLOCK};
     use crate::format::PixelFormat;
     use crate::preprocess::Interpolation;
 
     /// The kernel writes PIL's byte (as the f32 ring's i32 bits) for every output of every block
-    /// with a table, one to three rows a call, with and without asking for lines, and leaves the
-    /// `SLOW` blocks' outputs and everything past `done` alone: luma and NV12's two members at
+    /// (every one), one to three rows a call, with and without asking for lines, and leaves
+    /// everything past `done` alone: luma and NV12's two members at
     /// 3×, 2.5× (the chroma's 1.25× tied) and 1.5×.
     #[test]
     fn tap_blocks_give_pils_bytes() {
@@ -269,7 +269,7 @@ mod tests {
                                         b.member as usize == j
                                             && (b.x as usize..b.x as usize + TBL_BLOCK).contains(&x)
                                     });
-                                    if block.is_none_or(|b| b.table == SLOW) {
+                                    if block.is_none() {
                                         assert_eq!(
                                             got, -1.5,
                                             "{format:?} {w}->{n}: output {x} is not the kernel's"

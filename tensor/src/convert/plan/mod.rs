@@ -33,8 +33,10 @@ pub(super) use weights::{multi_axis, Filter, MultiTap, Taps, MAX_TAPS, PIL_SHIFT
 pub(super) use whole::divider;
 pub(super) use whole::Whole;
 pub(super) use whole8::Whole8;
+#[cfg(test)]
+pub(super) use whole_taps::TBL_BLOCK;
 #[cfg_attr(not(target_arch = "aarch64"), allow(unused_imports))]
-pub(super) use whole_taps::{TapBlock, WholeTaps, SLOW, TBL_BLOCK};
+pub(super) use whole_taps::{TapBlock, WholeTaps};
 
 /// One colour component of the source: which plane, where in a granule, and its resolution.
 #[derive(Debug, Clone, Copy)]

@@ -90,6 +90,9 @@ pub(in crate::convert) struct Planar {
     pub(in crate::convert) len: usize,
     pub(in crate::convert) b8: Blocks,
     pub(in crate::convert) whole8: super::Whole8,
+    /// NEON's tap-by-tap blocks over a channel's row (`plan::WholeTaps`).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(in crate::convert) whole_taps: Option<super::WholeTaps>,
 }
 
 /// A group packed (`TapGroup::compact`): sample `j` of the packed row is byte `from + 2j` of the
@@ -115,6 +118,9 @@ pub(in crate::convert) struct Compact {
     pub(in crate::convert) whole8: Option<super::Whole8>,
     /// An exact box's word blocks at AVX2 over the packed row sums.
     pub(in crate::convert) w8: Option<Blocks>,
+    /// NEON's tap-by-tap blocks over the packed row (`plan::WholeTaps`).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(in crate::convert) whole_taps: Option<super::WholeTaps>,
 }
 
 impl Compact {
@@ -227,32 +233,54 @@ pub(in crate::convert) fn tap_groups(
         };
         // Every other byte: members at 0, 2, 4... taps twice their count apart.
         let sparse = c.step == 2 * members.len() && offsets.iter().enumerate().all(|(m, &o)| o == 2 * m);
-        let compact = match sparse && cfg!(any(test, target_arch = "x86_64")) && len > c.offset {
+        let x86 = cfg!(any(test, target_arch = "x86_64"));
+        let neon = cfg!(any(test, target_arch = "aarch64"));
+        let compact = match sparse && (x86 || neon) && len > c.offset {
             true => {
                 let from = c.offset;
                 let packed = (len - from).div_ceil(2);
                 let lead: Vec<u32> = base[k].iter().map(|&b| (b - from as u32) / 2).collect();
                 let dense: Vec<usize> = (0..members.len()).collect();
-                let plan =
-                    |lanes, words| Blocks::new(&lead, &dense, members.len(), t, packed, lanes, pil, words);
+                // (The blocks of the x86 levels; NEON has only `whole_taps` over packed rows.)
+                let plan = |lanes, words| match x86 {
+                    true => Blocks::new(&lead, &dense, members.len(), t, packed, lanes, pil, words),
+                    false => None,
+                };
                 let b16 = plan(4, false);
                 let covered = |w: &super::Whole| {
                     w.rest.iter().all(|&b| b16.as_ref().is_some_and(|p| (b as usize) < p.targets.len()))
                 };
-                let whole = match pil {
+                let whole = match pil && x86 {
                     true => super::Whole::new(&lead, &dense, members.len(), t, packed).filter(covered),
                     false => None,
                 };
                 let w16 = if exact { plan(4, true) } else { None };
                 let w8 = if exact { plan(2, true) } else { None };
                 let b8 = plan(2, false);
-                let whole8 = match pil {
+                let whole8 = match pil && x86 {
                     true => super::Whole8::new(&lead, &dense, members.len(), t, packed, b8.as_ref()),
                     false => None,
                 };
+                let whole_taps = match pil && neon {
+                    true => super::WholeTaps::new(&lead, &dense, members.len(), t, packed),
+                    false => None,
+                };
                 let base = (0..members.len()).map(|m| lead.iter().map(|&b| b + m as u32).collect()).collect();
-                (w16.is_some() || w8.is_some() || whole.is_some() || b8.is_some())
-                    .then(|| Box::new(Compact { from, len: packed, base, w16, b16, whole, b8, whole8, w8 }))
+                (w16.is_some() || w8.is_some() || whole.is_some() || b8.is_some() || whole_taps.is_some())
+                    .then(|| {
+                        Box::new(Compact {
+                            from,
+                            len: packed,
+                            base,
+                            w16,
+                            b16,
+                            whole,
+                            b8,
+                            whole8,
+                            w8,
+                            whole_taps,
+                        })
+                    })
             }
             false => None,
         };
@@ -273,16 +301,17 @@ pub(in crate::convert) fn tap_groups(
             false => None,
         };
         // Channels of four-byte pixels: pixel `p`'s channel at byte `p` of its row.
-        let planar = match pil
-            && cfg!(any(test, target_arch = "x86_64"))
-            && super::pixels::pixel_members(&offsets, c.step)
-        {
+        let planar = match pil && (x86 || neon) && super::pixels::pixel_members(&offsets, c.step) {
             true => {
                 let lead: Vec<u32> = base[k].iter().map(|&b| (b - c.offset as u32) / 4).collect();
                 let len = len / 4;
+                let whole_taps = match neon {
+                    true => super::WholeTaps::new(&lead, &[0], 1, t, len),
+                    false => None,
+                };
                 Blocks::new(&lead, &[0], 1, t, len, 2, true, false).and_then(|b8| {
                     let whole8 = super::Whole8::new(&lead, &[0], 1, t, len, Some(&b8))?;
-                    Some(Box::new(Planar { len, b8, whole8 }))
+                    Some(Box::new(Planar { len, b8, whole8, whole_taps }))
                 })
             }
             false => None,

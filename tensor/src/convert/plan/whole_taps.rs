@@ -8,8 +8,9 @@
 //! instructions per output (llvm-mca figures in docs/benchmarks.md). Blocks whose indices and
 //! weights are the same relative to their window share a table (at integer and most camera
 //! factors every block between a row's ends does), which the kernel keeps in registers while it
-//! lasts. A block with an output that is not whole (an edge's renormalized weights) is left to
-//! the scalar loops' arithmetic (`slow`).
+//! lasts. Planned only where every block's outputs are whole (else the 2^-22 blocks make the
+//! group): at the sizes scanned (Gray8, 200–2000 → 64–640) a plan had all its blocks whole or
+//! a quarter of them not.
 
 use super::weights::{pil_tied, Tied};
 use super::whole::divider;
@@ -40,7 +41,7 @@ pub(in crate::convert) struct TapTable {
 }
 
 /// Block `TapBlock`: member `member` (its index in the group) outputs `x..x + 16`, its window
-/// from byte `base` of the row, through table `table` (`SLOW`: the scalar loops make it).
+/// from byte `base` of the row, through table `table`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
 pub(in crate::convert) struct TapBlock {
@@ -59,9 +60,6 @@ struct Span {
     lo: usize,
     hi: usize,
 }
-
-/// A block no table makes.
-pub(in crate::convert) const SLOW: u32 = u32::MAX;
 
 /// A group's tap-by-tap whole-weight blocks (see the module).
 #[derive(Debug, Clone)]
@@ -84,7 +82,7 @@ pub(in crate::convert) struct WholeTaps {
 impl WholeTaps {
     /// The blocks for members at byte `offsets` from `base[x]` (output `x`'s first tap of the
     /// first member), taps `step` bytes apart, in rows of `row_len` bytes; `None` where no block
-    /// is whole or a quarter of them are not (their outputs would cost the scalar loops' time).
+    /// is not whole, or its taps span more than four registers.
     pub(in crate::convert) fn new(
         base: &[u32],
         offsets: &[usize],
@@ -142,8 +140,7 @@ impl WholeTaps {
                 Planned { member, x, span }
             })
             .collect();
-        let whole = planned.iter().filter(|p| p.span.is_some()).count();
-        if whole == 0 || 4 * (planned.len() - whole) >= planned.len() {
+        if planned.iter().any(|p| p.span.is_none()) {
             return None;
         }
         let widest = planned.iter().filter_map(|p| p.span.as_ref().map(|s| s.hi - s.lo)).max()?;
@@ -163,10 +160,7 @@ impl WholeTaps {
         let mut reach = 0;
         for p in &planned {
             let (member, x) = (p.member as u32, p.x as u32);
-            let Some(Span { lists, lo, .. }) = &p.span else {
-                blocks.push(TapBlock { member, x, base: 0, table: SLOW });
-                continue;
-            };
+            let Span { lists, lo, .. } = p.span.as_ref()?;
             let start = (*lo).min(row_len - window);
             reach = reach.max(start + window);
             let mut table = TapTable {
@@ -199,7 +193,7 @@ impl WholeTaps {
             blocks.push(TapBlock { member, x, base: start as u32, table: id });
         }
         let mut runs: Vec<[u32; 3]> = Vec::new();
-        for (b, block) in blocks.iter().enumerate().filter(|(_, b)| b.table != SLOW) {
+        for (b, block) in blocks.iter().enumerate() {
             match runs.last_mut() {
                 Some(run) if run[1] == b as u32 && run[2] == block.table => run[1] += 1,
                 _ => runs.push([b as u32, b as u32 + 1, block.table]),

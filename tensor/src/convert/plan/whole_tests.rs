@@ -351,10 +351,10 @@ fn avx2_whole_blocks_give_pils_bytes() {
 /// NEON's tap-by-tap whole blocks (`WholeTaps`), their arithmetic run in scalar as the kernel's
 /// lanes do it (`tbl` bytes, `umlal` into u16 from `D`, a multiply-high and a per-lane shift, a
 /// tie with a negative remainder sum one less) give PIL's byte for every output of every block
-/// that has a table: planes of one member and NV12's two, at 3×, 2.5×, 1.5×, 1.25× (tied) and odd
-/// ratios, random rows. Between a row's ends the blocks share a few tables (at 3× and 1.5×
-/// one run of blocks each, and the ends'), the runs cover each block with a table once, and no
-/// sum passes 16 bits.
+/// (every one): planes of one member and NV12's two, YUY2's rows packed to every other byte,
+/// RGBA's split into channel rows, at 3×, 2.5×, 1.5×, 1.25× (tied) and odd ratios, random rows.
+/// Between a row's ends the blocks share a few tables (at 3× and 1.5× one run of blocks each,
+/// and the ends'), the runs cover each block once, and no sum passes 16 bits.
 #[test]
 #[allow(clippy::needless_range_loop)]
 fn neon_tap_blocks_give_pils_bytes() {
@@ -362,10 +362,13 @@ fn neon_tap_blocks_give_pils_bytes() {
     let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
     let (mut checked, mut plans, mut tied) = (0, 0, 0);
     let filter = Filter::of(I::BilinearAntialias, true).unwrap();
-    for format in [PixelFormat::Gray8, PixelFormat::Nv12, PixelFormat::I420] {
+    let (mut packed_plans, mut planar_plans) = (0, 0);
+    for format in
+        [PixelFormat::Gray8, PixelFormat::Nv12, PixelFormat::I420, PixelFormat::Yuy2, PixelFormat::Rgba]
+    {
         let (_, comps) = components(format).unwrap();
         for (w, n) in [(1920, 640), (1600, 640), (960, 640), (800, 640), (1000, 333), (1000, 700)] {
-            let div = if format == PixelFormat::Gray8 { 1 } else { 2 };
+            let div = if matches!(format, PixelFormat::Gray8 | PixelFormat::Rgba) { 1 } else { 2 };
             let cols = [
                 multi_axis(n, 0, w, 1, 0, w - 1, filter, 0.0),
                 multi_axis(n, 0, w, div, 0, w / div - 1, filter, 0.0),
@@ -378,12 +381,22 @@ fn neon_tap_blocks_give_pils_bytes() {
             for g in &plan.groups {
                 let lead = comps[g.members[0]];
                 let t = &cols[usize::from(lead.chroma)];
-                let Some(wt) = &g.whole_taps else { continue };
+                // The plan over the row split into channel rows (every blended member's through
+                // the one plan), packed to every other byte from `from`, or as it is (the
+                // driver's order, `driver::neon_whole`).
+                let (wt, from, planar) = match (&g.planar, &g.compact, &g.whole_taps) {
+                    (Some(p), ..) if p.whole_taps.is_some() => (p.whole_taps.as_ref().unwrap(), None, true),
+                    (_, Some(c), _) if c.whole_taps.is_some() => {
+                        (c.whole_taps.as_ref().unwrap(), Some(c.from), false)
+                    }
+                    (.., Some(wt)) => (wt, None, false),
+                    _ => continue,
+                };
                 plans += 1;
-                let slow = wt.blocks.iter().filter(|b| b.table == SLOW).count();
-                assert!(4 * slow < wt.blocks.len(), "{format:?} {w}->{n}: {slow} blocks left to the loops");
+                packed_plans += from.is_some() as usize;
+                planar_plans += planar as usize;
                 assert_eq!(wt.done, t.d.len() / TBL_BLOCK * TBL_BLOCK);
-                // The runs cover every block with a table once, each with its blocks' table.
+                // The runs cover every block once, each with its blocks' table.
                 let mut covered = vec![false; wt.blocks.len()];
                 for &[from, to, table] in &wt.runs {
                     for b in from as usize..to as usize {
@@ -391,7 +404,7 @@ fn neon_tap_blocks_give_pils_bytes() {
                         covered[b] = true;
                     }
                 }
-                assert!(covered.iter().zip(&wt.blocks).all(|(&c, b)| c == (b.table != SLOW)));
+                assert!(covered.iter().all(|&c| c));
                 if w == 3 * n || 2 * w == 3 * n {
                     assert!(wt.tables.len() <= 8, "{format:?} {w}->{n}: {} tables", wt.tables.len());
                     let members = g.members.len();
@@ -401,10 +414,34 @@ fn neon_tap_blocks_give_pils_bytes() {
                     let row: Vec<u8> = (0..row_len[lead.plane])
                         .map(|i| if round == 2 { 255 * (i % 2) as u8 } else { next() as u8 })
                         .collect();
-                    assert!(wt.reach <= row.len());
-                    for b in wt.blocks.iter().filter(|b| b.table != SLOW) {
+                    // Per block and member, the row its window is in.
+                    let channel = |k: usize| -> Vec<u8> {
+                        row.iter().skip(comps[k].offset).step_by(4).copied().collect()
+                    };
+                    let packed: Vec<u8> = row
+                        .iter()
+                        .skip(from.unwrap_or(0))
+                        .step_by(1 + from.is_some() as usize)
+                        .copied()
+                        .collect();
+                    let made: Vec<(usize, usize)> = wt
+                        .blocks
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(i, b)| {
+                            let members: Vec<usize> = match planar {
+                                true => g.members.iter().copied().filter(|&k| plan.blended[k]).collect(),
+                                false => vec![g.members[b.member as usize]],
+                            };
+                            members.into_iter().map(move |k| (i, k))
+                        })
+                        .collect();
+                    for (i, k) in made {
+                        let b = &wt.blocks[i];
+                        let source = if planar { channel(k) } else { packed.clone() };
+                        assert!(wt.reach <= source.len());
                         let tb = &wt.tables[b.table as usize];
-                        let win = &row[b.base as usize..][..16 * wt.pieces];
+                        let win = &source[b.base as usize..][..16 * wt.pieces];
                         for o in 0..TBL_BLOCK {
                             let byte = |j: usize| win.get(tb.idx[j][o] as usize).map_or(0, |&v| v as u32);
                             let mut s = tb.d[o] as u32;
@@ -423,7 +460,7 @@ fn neon_tap_blocks_give_pils_bytes() {
                                     }
                                 }
                             }
-                            let (k, x) = (g.members[b.member as usize], b.x as usize + o);
+                            let x = b.x as usize + o;
                             let pil: i64 = (0..t.taps)
                                 .map(|j| {
                                     t.wi[x * t.taps + j] as i64
@@ -442,5 +479,8 @@ fn neon_tap_blocks_give_pils_bytes() {
             }
         }
     }
-    assert!(checked > 50_000 && plans >= 10 && tied > 100, "{checked} outputs, {plans} plans, {tied} ties");
+    assert!(
+        checked > 50_000 && plans >= 10 && tied > 100 && packed_plans >= 6 && planar_plans >= 3,
+        "{checked} outputs, {plans} plans ({packed_plans} packed, {planar_plans} planar), {tied} ties"
+    );
 }
