@@ -3,8 +3,9 @@
 # kernels (`Simd::Neon`, tensor/src/convert/neon/) against the baseline's auto-vectorized loops
 # (baseline.rs as the compiler makes it for aarch64, inlined into the row driver), sampling and
 # finish apart, in cycles per 16 output pixels of 1920x1080 -> 640x640 letterbox (content 640x360:
-# luma 3x, NV12 chroma 1.5x); and PIL's horizontal pass (`bilinear-antialias`) per 16 outputs of
-# one member, NEON's 2^-22 blocks against its whole weights tap by tap.
+# luma 3x, NV12 chroma 1.5x); and PIL's passes (`bilinear-antialias`) per 16 outputs of one
+# member: horizontal, NEON's 2^-22 blocks against its whole weights tap by tap; vertical, over the
+# f32 ring (i32 sums) against over the byte ring (u16 sums of whole weights).
 #
 # How: the crate's aarch64 assembly (one codegen unit, v0 symbol names so each NEON kernel variant
 # is its own demangled symbol); a loop is a backward branch, the innermost ones are kept. NEON
@@ -212,14 +213,22 @@ CASES = [
         (YUV_ROW, 192, (), ()), (STORE, 192, *F32_ONLY)]),
     ('PIL horizontal', 'NV12 Y 3x (triangle 1 2 3 2 1 / 9)', 'NEON 2^-22 blocks, 3 rows a call',
      [('nest:3:neon::multitap_blocks::<1, true, 1, 3, false>', 64, (), ())]),
-    ('PIL horizontal', 'NV12 Y 3x (triangle 1 2 3 2 1 / 9)', 'NEON whole taps',
-     [('neon::whole::tap_blocks::<5, 4>', 64, (), ())]),
+    ('PIL horizontal', 'NV12 Y 3x (triangle 1 2 3 2 1 / 9)', 'NEON whole taps, into bytes',
+     [('neon::whole::tap_blocks::<5, 4>', 16, (), ())]),
     ('PIL horizontal', 'NV12 UV 1.5x (two members)', 'NEON 2^-22 blocks, 3 rows a call',
      [('nest:2:neon::multitap_blocks::<1, true, 2, 3, false>', 64, (), ())]),
     ('PIL horizontal', 'NV12 UV 1.5x (two members)', 'NEON 2^-22 blocks, 1 row a call',
      [('nest:2:neon::multitap_blocks::<1, true, 2, 1, false>', 64, (), ())]),
-    ('PIL horizontal', 'NV12 UV 1.5x (two members)', 'NEON whole taps',
-     [('neon::whole::tap_blocks::<3, 4>', 64, (), ())]),
+    ('PIL horizontal', 'NV12 UV 1.5x (two members)', 'NEON whole taps, into bytes',
+     [('neon::whole::tap_blocks::<3, 4>', 16, (), ())]),
+    ('PIL vertical', 'NV12 Y 3x (five rows)', 'NEON over the f32 ring',
+     [('nest:5:convert::driver::rows', 64, [r'^mla\s', 'cvtf'], ['fmul', 'ushll'])]),
+    ('PIL vertical', 'NV12 Y 3x (five rows)', 'NEON over the byte ring',
+     [('neon::vertical::halves::<5>', 64, ['umlal'], ())]),
+    ('PIL vertical', 'NV12 U or V 1.5x (three rows)', 'NEON over the f32 ring',
+     [('nest:3:convert::driver::rows', 64, [r'^mla\s', 'cvtf'], ['fmul', 'ushll'])]),
+    ('PIL vertical', 'NV12 U or V 1.5x (three rows)', 'NEON over the byte ring',
+     [('neon::vertical::halves::<3>', 64, ['umlal'], ())]),
     ('finish', 'RGBA -> uint8 RGB hwc', 'NEON', [('neon::finish_rows::<1, 1, 0>', 48, ['^st3'], ())]),
     ('finish', 'RGBA -> uint8 RGB hwc', 'baseline', [
         (RGB_ROW, 192, (), ()), (ROUND, 48, (), ()), (WEAVE, 48, ['^st3'], ())]),
@@ -227,7 +236,7 @@ CASES = [
 
 funcs = parse(asm)
 print(f'assembly: {asm}\nllvm-mca: {mca}')
-print('cycles per 16 output pixels, or 16 outputs of one member for PIL horizontal (llvm-mca estimates, not timings)\n')
+print('cycles per 16 output pixels, or 16 outputs of one member for PIL\'s passes (llvm-mca estimates, not timings)\n')
 head = f'| stage | case | level | loops (instructions/iteration, bytes stored/iteration) | ' + \
        ' | '.join(cpus) + ' |'
 print(head)

@@ -24,14 +24,14 @@ use super::{Converter, Scratch, Simd, SrcImage};
 use std::ops::Range;
 
 mod taps;
-#[cfg(target_arch = "aarch64")]
-use taps::rows_first_w8;
 #[cfg(target_arch = "x86_64")]
 use taps::{
     avx2_pil8, avx2_pil8_plan, pack_rows, rows_first_avx2, rows_first_avx512, split_packs, split_rows,
     Across, RowsFirst,
 };
 use taps::{multitap_horizontal, multitap_vertical};
+#[cfg(target_arch = "aarch64")]
+use taps::{neon_pil8, neon_pil8_plan, rows_first_w8};
 
 /// The widest level this CPU has.
 #[cfg(target_arch = "x86_64")]
@@ -405,6 +405,37 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                      whole: Option<(&[i16], u8, (u16, u16))>,
                      out: &mut [f32],
                      ahead| unsafe { avx2::vertical_bytes(rows, wi, whole, out, ahead) };
+                let (groups, made) = multitap::pil8_row(
+                    m,
+                    &c.comps,
+                    &src.planes,
+                    cy,
+                    &mut s.ring,
+                    &mut s.comps,
+                    takes,
+                    horiz,
+                    vert,
+                );
+                s.ring.packed_rows = packed;
+                skip |= groups;
+                s.counts.sampled += made;
+            }
+            // PIL's filters at NEON: the byte ring for the groups with tap-by-tap blocks
+            // (`neon_pil8_plan`); the others through the f32 ring below.
+            #[cfg(target_arch = "aarch64")]
+            if c.neon() && m.round_between && !s.ring.btags[0].is_empty() {
+                let mut packed = std::mem::take(&mut s.ring.packed_rows);
+                let stride = packed.len() / multitap::ROWS_AT_ONCE;
+                let takes = |g: usize| neon_pil8_plan(m, &c.comps, g, stride).is_some();
+                let horiz = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize| {
+                    neon_pil8(m, &c.comps, g, rows, out, ahead, &mut packed)
+                };
+                let vert =
+                    |rows: &[*const u8],
+                     wi: &[i32],
+                     whole: Option<(&[i16], u8, (u16, u16))>,
+                     out: &mut [f32],
+                     ahead| unsafe { neon::vertical_bytes(rows, wi, whole, out, ahead) };
                 let (groups, made) = multitap::pil8_row(
                     m,
                     &c.comps,

@@ -518,8 +518,18 @@ impl Converter {
             (Some(m), Some(comp)) => multitap::ring_slots(m.rows[usize::from(comp.chroma)].taps),
             _ => 0,
         });
-        // (AVX2 filters every PIL group through it: `driver::avx2_pil8`.)
-        let whole = multi.as_ref().is_some_and(|m| m.round_between && cfg!(target_arch = "x86_64"));
+        // (AVX2 filters every PIL group through it, `driver::avx2_pil8`; NEON those with
+        // tap-by-tap blocks, `driver::neon_pil8`.)
+        let whole = multi.as_ref().is_some_and(|m| {
+            m.round_between
+                && (cfg!(target_arch = "x86_64")
+                    || cfg!(target_arch = "aarch64")
+                        && m.groups.iter().any(|g| {
+                            g.whole_taps.is_some()
+                                || g.compact.as_ref().is_some_and(|p| p.whole_taps.is_some())
+                                || g.planar.as_ref().is_some_and(|p| p.whole_taps.is_some())
+                        }))
+        });
         let byte_slots = ring_slots.map(|n| if whole { n } else { 0 });
         let scratch = (0..workers.bands())
             .map(|_| {

@@ -11,13 +11,15 @@ use super::super::multitap;
 use super::super::multitap::VTaps;
 #[cfg(target_arch = "aarch64")]
 use super::super::neon;
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::plan::Comp;
 use super::super::plan::MultiTap;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::plan::{Blocks, Compact, TapGroup};
 #[cfg(target_arch = "x86_64")]
 use super::super::plan::{EvenBox, Pixels, Whole8};
+#[cfg(target_arch = "aarch64")]
+use super::super::plan::{Planar, WholeTaps};
 use super::super::Converter;
 
 /// A group's rows-first plan at a level (`multitap::box_row`): blocks over the sums, or (AVX2)
@@ -178,12 +180,6 @@ pub(super) fn multitap_horizontal(
         }
     }
     #[cfg(target_arch = "aarch64")]
-    if pil && c.neon() {
-        if let Some(done) = neon_whole(c, m, g, rows, out, ahead, packed) {
-            return done;
-        }
-    }
-    #[cfg(target_arch = "aarch64")]
     if let Some(plan) = g.b8.as_ref().filter(|p| c.neon() && fits(p.reach)) {
         return unsafe { neon::multitap(rows, plan, pil, out, ahead) };
     }
@@ -191,71 +187,97 @@ pub(super) fn multitap_horizontal(
     0
 }
 
-/// PIL's whole weights at NEON, tap by tap (`plan::WholeTaps`), over the rows as they are,
-/// packed to every other byte (`plan::Compact`: YUY2's and UYVY's groups, each packing the rows
-/// it reads) or split into channel rows (`plan::Planar`: four-byte pixels, each blended channel
-/// one member's rows) in `packed` (`multitap::ROWS_AT_ONCE` rows of scratch). Returns the
-/// outputs each member has, `None` where the group has no such plan.
+/// What NEON's tap-by-tap blocks (`plan::WholeTaps`) of group `gi` read: the rows split into
+/// channel rows (`plan::Planar`: four-byte pixels, each blended channel one member's rows), packed
+/// to every other byte (`plan::Compact`: YUY2's and UYVY's groups) or as they are.
 #[cfg(target_arch = "aarch64")]
-fn neon_whole(
-    c: &Converter,
+pub(super) enum NeonRows<'m> {
+    Planar(&'m Planar),
+    Packed(&'m Compact),
+    AsTheyAre,
+}
+
+/// Whether PIL's byte ring at NEON takes group `gi` (`neon_pil8`): its tap-by-tap plan, and the
+/// rows it reads, where they fit (`stride`: bytes of scratch a packed row may take).
+#[cfg(target_arch = "aarch64")]
+pub(super) fn neon_pil8_plan<'m>(
+    m: &'m MultiTap,
+    comps: &[Comp],
+    gi: usize,
+    stride: usize,
+) -> Option<(&'m WholeTaps, NeonRows<'m>)> {
+    let g = &m.groups[gi];
+    let len = m.row_len[comps[g.members[0]].plane];
+    if let Some(p) = g.planar.as_deref().filter(|p| 4 * p.len <= stride.min(len)) {
+        if let Some(plan) = p.whole_taps.as_ref().filter(|w| w.reach <= p.len) {
+            return Some((plan, NeonRows::Planar(p)));
+        }
+    }
+    if let Some(p) = g.compact.as_deref().filter(|p| p.len <= stride) {
+        if let Some(plan) = p.whole_taps.as_ref().filter(|w| w.reach <= p.len) {
+            return Some((plan, NeonRows::Packed(p)));
+        }
+    }
+    g.whole_taps.as_ref().filter(|w| w.reach <= len).map(|w| (w, NeonRows::AsTheyAre))
+}
+
+/// PIL's horizontal pass at NEON into the byte ring (`multitap::pil8_row`) for the groups
+/// `neon_pil8_plan` takes, over the rows it names, packed or split into `packed`
+/// (`multitap::ROWS_AT_ONCE` rows of scratch). Returns the outputs each member has.
+#[cfg(target_arch = "aarch64")]
+pub(super) fn neon_pil8(
     m: &MultiTap,
-    g: &TapGroup,
+    comps: &[Comp],
+    gi: usize,
     rows: &[&[u8]],
-    out: &[[*mut f32; 4]],
+    out: &[[*mut u8; 4]],
     ahead: usize,
     packed: &mut [u8],
-) -> Option<usize> {
+) -> usize {
     const ROWS: usize = multitap::ROWS_AT_ONCE;
-    let fits = |reach: usize| rows.iter().all(|r| reach <= r.len());
     let stride = packed.len() / ROWS;
+    let Some((plan, from)) = neon_pil8_plan(m, comps, gi, stride) else { return 0 };
+    let g = &m.groups[gi];
     let n = rows.len();
     assert!(n <= ROWS && out.len() == n, "a row's members' rows each");
-    let planar = g.planar.as_deref().filter(|p| 4 * p.len <= stride && fits(4 * p.len));
-    let compact = g.compact.as_deref().filter(|p| p.len <= stride);
-    let plan = if let Some((p, plan)) = planar.and_then(|p| Some((p, p.whole_taps.as_ref()?))) {
-        let quarter = stride / 4;
-        for (i, row) in rows.iter().enumerate() {
-            let slot = packed[i * stride..].as_mut_ptr();
-            let quarters = std::array::from_fn(|c| slot.wrapping_add(c * quarter));
-            // Each quarter holds `p.len` bytes (`4 * p.len <= stride`).
-            unsafe { neon::pack_planar(&row[..4 * p.len], quarters, ahead) };
+    match from {
+        NeonRows::Planar(p) => {
+            let quarter = stride / 4;
+            for (i, row) in rows.iter().enumerate() {
+                let slot = packed[i * stride..].as_mut_ptr();
+                let quarters = std::array::from_fn(|c| slot.wrapping_add(c * quarter));
+                // Each quarter holds `p.len` bytes (`4 * p.len <= stride`).
+                unsafe { neon::pack_planar(&row[..4 * p.len], quarters, ahead) };
+            }
+            let packed: &[u8] = packed;
+            for (j, &k) in g.members.iter().enumerate().filter(|&(_, &k)| m.blended[k]) {
+                let channel = comps[k].offset % 4;
+                let src: [&[u8]; ROWS] = std::array::from_fn(|i| match i < n {
+                    true => &packed[i * stride + channel * quarter..][..p.len],
+                    false => &[],
+                });
+                let dst: [[*mut u8; 4]; ROWS] = std::array::from_fn(|i| match i < n {
+                    true => [out[i][j], std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut()],
+                    false => [std::ptr::null_mut(); 4],
+                });
+                unsafe { neon::whole_taps(&src[..n], plan, &dst[..n], 0) };
+            }
         }
-        let packed: &[u8] = packed;
-        for (j, &k) in g.members.iter().enumerate().filter(|&(_, &k)| m.blended[k]) {
-            let channel = c.comps[k].offset % 4;
-            let src: [&[u8]; ROWS] = std::array::from_fn(|i| {
-                if i < n {
-                    &packed[i * stride + channel * quarter..][..p.len]
-                } else {
-                    &[]
-                }
-            });
-            let dst: [[*mut f32; 4]; ROWS] = std::array::from_fn(|i| match i < n {
-                true => [out[i][j], std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut()],
-                false => [std::ptr::null_mut(); 4],
-            });
-            unsafe { neon::whole_taps(&src[..n], plan, &dst[..n], 0) };
+        NeonRows::Packed(p) => {
+            for (i, row) in rows.iter().enumerate() {
+                neon::pack_bytes(row, p.from, &mut packed[i * stride..][..p.len], ahead);
+            }
+            let packed: &[u8] = packed;
+            let src: [&[u8]; ROWS] =
+                std::array::from_fn(|i| if i < n { &packed[i * stride..][..p.len] } else { &[] });
+            // The packed rows are the scratch's: the frame's lines were asked for above.
+            unsafe { neon::whole_taps(&src[..n], plan, out, 0) };
         }
-        plan
-    } else if let Some((p, plan)) =
-        compact.and_then(|p| Some((p, p.whole_taps.as_ref().filter(|w| w.reach <= p.len)?)))
-    {
-        for (i, row) in rows.iter().enumerate() {
-            neon::pack_bytes(row, p.from, &mut packed[i * stride..][..p.len], ahead);
-        }
-        let packed: &[u8] = packed;
-        let src: [&[u8]; ROWS] =
-            std::array::from_fn(|i| if i < n { &packed[i * stride..][..p.len] } else { &[] });
-        // The packed rows are the scratch's: the frame's lines were asked for above.
-        unsafe { neon::whole_taps(&src[..n], plan, out, 0) };
-        plan
-    } else {
-        let plan = g.whole_taps.as_ref().filter(|p| fits(p.reach))?;
-        unsafe { neon::whole_taps(rows, plan, out, ahead) };
-        plan
-    };
-    Some(plan.done)
+        NeonRows::AsTheyAre => unsafe {
+            neon::whole_taps(rows, plan, out, ahead);
+        },
+    }
+    plan.done
 }
 
 /// Whether PIL's byte ring at AVX2 takes group `gi` (`avx2_pil8`): the level has byte blocks

@@ -32,8 +32,10 @@ use super::plan::{
 use std::arch::aarch64::*;
 
 mod pack;
+mod vertical;
 mod whole;
 pub(super) use pack::{pack_bytes, pack_planar};
+pub(super) use vertical::vertical_bytes;
 pub(super) use whole::whole_taps;
 
 /// A group's components at every content column through its `Shuffle` plan (the arithmetic of

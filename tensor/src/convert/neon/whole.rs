@@ -5,9 +5,8 @@ use crate::convert::hint::prefetch;
 use crate::convert::plan::{TapBlock, WholeTaps};
 use std::arch::aarch64::*;
 
-/// PIL's horizontal pass over source rows `rows` into their members' rows of the f32 ring
-/// (`out[i]`, PIL's bytes as i32 bits, as `neon::multitap` stores them), the blocks of `plan`
-/// (`plan::WholeTaps`). Each block's window asked for
+/// PIL's horizontal pass over source rows `rows` into their members' rows of the byte ring
+/// (`out[i]`, `multitap::pil8_row`), the blocks of `plan` (`plan::WholeTaps`). Each block's window asked for
 /// again `ahead` bytes on (0: none). Returns the outputs each member has from the blocks.
 ///
 /// # Safety
@@ -15,7 +14,7 @@ use std::arch::aarch64::*;
 pub(in crate::convert) unsafe fn whole_taps(
     rows: &[&[u8]],
     plan: &WholeTaps,
-    out: &[[*mut f32; 4]],
+    out: &[[*mut u8; 4]],
     ahead: usize,
 ) -> usize {
     assert!(
@@ -51,7 +50,7 @@ pub(in crate::convert) unsafe fn whole_taps(
 
 /// `⌊t · m / 2^16⌋` shifted right by `-s` per lane: `⌊t / 2D⌋` (`whole::divider`).
 #[inline(always)]
-unsafe fn divide(t: uint16x8_t, m: uint16x8_t, s: int16x8_t) -> uint16x8_t {
+pub(super) unsafe fn divide(t: uint16x8_t, m: uint16x8_t, s: int16x8_t) -> uint16x8_t {
     unsafe {
         let lo = vmull_u16(vget_low_u16(t), vget_low_u16(m));
         let hi: uint32x4_t;
@@ -70,7 +69,7 @@ unsafe fn divide(t: uint16x8_t, m: uint16x8_t, s: int16x8_t) -> uint16x8_t {
 /// loop-invariant `b` into halves held apart and spilled them, with an `ext` of `a` and a
 /// `umlal` per tap and block).
 #[inline(always)]
-unsafe fn umlal2(acc: uint16x8_t, a: uint8x16_t, b: uint8x16_t) -> uint16x8_t {
+pub(super) unsafe fn umlal2(acc: uint16x8_t, a: uint8x16_t, b: uint8x16_t) -> uint16x8_t {
     let mut acc = acc;
     unsafe {
         std::arch::asm!(
@@ -89,7 +88,7 @@ unsafe fn umlal2(acc: uint16x8_t, a: uint8x16_t, b: uint8x16_t) -> uint16x8_t {
 unsafe fn tap_blocks<const T: usize, const L: usize>(
     rows: &[&[u8]],
     plan: &WholeTaps,
-    out: &[[*mut f32; 4]],
+    out: &[[*mut u8; 4]],
     ahead: usize,
 ) -> usize {
     assert!(plan.taps == T && plan.pieces == L);
@@ -147,7 +146,7 @@ unsafe fn run_blocks<const T: usize, const L: usize, const TIE: bool>(
     blocks: &[TapBlock],
     t: &Table<T>,
     n: &[[i8; 16]],
-    out: &[*mut f32; 4],
+    out: &[*mut u8; 4],
     ahead: usize,
 ) {
     unsafe {
@@ -196,12 +195,9 @@ unsafe fn run_blocks<const T: usize, const L: usize, const TIE: bool>(
                     q[h] = vaddq_u16(q[h], vandq_u16(exact, vcltzq_s16(e)));
                 }
             }
-            // (`whole_taps` checked every block's member.)
-            let o = out.get_unchecked(b.member as usize).add(b.x as usize) as *mut u32;
-            for h in 0..2 {
-                vst1q_u32(o.add(8 * h), vmovl_u16(vget_low_u16(q[h])));
-                vst1q_u32(o.add(8 * h + 4), vmovl_high_u16(q[h]));
-            }
+            // (`whole_taps` checked every block's member; each quotient is at most 255.)
+            let o = out.get_unchecked(b.member as usize).add(b.x as usize);
+            vst1q_u8(o, vcombine_u8(vmovn_u16(q[0]), vmovn_u16(q[1])));
         }
     }
 }
@@ -213,7 +209,7 @@ mod tests {
     use crate::format::PixelFormat;
     use crate::preprocess::Interpolation;
 
-    /// The kernel writes PIL's byte (as the f32 ring's i32 bits) for every output of every block
+    /// The kernel writes PIL's byte for every output of every block
     /// (every one), one to three rows a call, with and without asking for lines, and leaves
     /// everything past `done` alone: luma and NV12's two members at
     /// 3×, 2.5× (the chroma's 1.25× tied) and 1.5×.
@@ -251,8 +247,8 @@ mod tests {
                         let rows: Vec<Vec<u8>> =
                             (0..r).map(|_| (0..len).map(|_| next() as u8).collect()).collect();
                         let src: Vec<&[u8]> = rows.iter().map(|v| &v[..]).collect();
-                        let mut out = vec![vec![vec![-1.5f32; n]; members]; r];
-                        let targets: Vec<[*mut f32; 4]> = out
+                        let mut out = vec![vec![vec![0x5au8; n]; members]; r];
+                        let targets: Vec<[*mut u8; 4]> = out
                             .iter_mut()
                             .map(|o| {
                                 std::array::from_fn(|k| {
@@ -271,7 +267,7 @@ mod tests {
                                     });
                                     if block.is_none() {
                                         assert_eq!(
-                                            got, -1.5,
+                                            got, 0x5a,
                                             "{format:?} {w}->{n}: output {x} is not the kernel's"
                                         );
                                         continue;
@@ -282,12 +278,8 @@ mod tests {
                                                 * row[m.base[k][x] as usize + lead.step * tap] as i64
                                         })
                                         .sum();
-                                    let pil = ((pil + (1 << 21)) >> 22).clamp(0, 255) as u32;
-                                    assert_eq!(
-                                        got.to_bits(),
-                                        pil,
-                                        "{format:?} {w}->{n} row {i} member {j} output {x}"
-                                    );
+                                    let pil = ((pil + (1 << 21)) >> 22).clamp(0, 255) as u8;
+                                    assert_eq!(got, pil, "{format:?} {w}->{n} row {i} member {j} output {x}");
                                     checked += 1;
                                 }
                             }

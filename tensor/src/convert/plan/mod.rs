@@ -23,13 +23,15 @@ pub(super) use even::EVEN_BLOCK;
 pub(super) use pixels::Pixels;
 #[cfg(any(test, target_arch = "x86_64"))]
 pub(super) use pixels::TAIL_COPY;
+#[cfg(target_arch = "aarch64")]
+pub(super) use taps::Planar;
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_imports))]
 pub(super) use taps::{Blocks, PIL_HALF, PIL_SPLIT, TAP_UNIT};
 pub(super) use taps::{Compact, TapGroup};
 #[cfg(test)]
 use weights::PIL_STEPS;
 pub(super) use weights::{multi_axis, Filter, MultiTap, Taps, MAX_TAPS, PIL_SHIFT, TAP_STEPS};
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub(super) use whole::divider;
 pub(super) use whole::Whole;
 pub(super) use whole8::Whole8;

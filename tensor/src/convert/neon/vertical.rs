@@ -1,0 +1,160 @@
+//! The NEON level's PIL vertical pass over the byte ring (`multitap::pil8_row`).
+
+use super::whole::{divide, umlal2};
+use crate::convert::hint::Trickle;
+use crate::convert::plan::{PIL_HALF, PIL_SHIFT};
+use std::arch::aarch64::*;
+
+/// PIL's vertical pass over rows of bytes into a component's row (f32 values of PIL's bytes):
+/// with whole weights (`k`, `D` and `div`, `⌊t / 2D⌋`'s multiplier and shift) 16 outputs a step,
+/// `t = 2S + D` in u16 by `umlal` of the doubled weights (bytes: `2k ≤ 254`) and the division
+/// of the horizontal blocks (`whole::divide`); else PIL's 2^-22 weights in i32, eight a step.
+/// The lines `ahead` asked for through the steps. Over the f32 ring (four bytes a sample) the
+/// pass read four times the bytes and took an `mla` in i32 per four outputs and row. Returns the
+/// outputs it wrote (whole steps).
+///
+/// # Safety
+/// Every row pointer is readable for `out.len()` bytes.
+pub(in crate::convert) unsafe fn vertical_bytes(
+    rows: &[*const u8],
+    wi: &[i32],
+    whole: Option<(&[i16], u8, (u16, u16))>,
+    out: &mut [f32],
+    mut ahead: Trickle,
+) -> usize {
+    let o = out.as_mut_ptr();
+    match whole {
+        Some((k, d, div)) if k.len() <= rows.len() => {
+            macro_rules! taps {
+                ($($t:literal)*) => {
+                    match k.len() {
+                        $($t => unsafe { halves::<$t>(rows, k, d, div, o, out.len(), &mut ahead) },)*
+                        _ => unsafe { halves::<0>(rows, k, d, div, o, out.len(), &mut ahead) },
+                    }
+                };
+            }
+            taps!(1 2 3 4 5 6 7 8)
+        }
+        _ => {
+            let n = out.len() / 8 * 8;
+            let rows = &rows[..wi.len().min(rows.len())];
+            let per = ahead.pace(n / 8);
+            let (half, zero, top) = (vdupq_n_s32(PIL_HALF), vdupq_n_s32(0), vdupq_n_s32(255));
+            for x in (0..n).step_by(8) {
+                ahead.ask(per);
+                unsafe {
+                    let (mut lo, mut hi) = (half, half);
+                    for (&r, &w) in rows.iter().zip(wi) {
+                        let v = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(r.add(x))));
+                        lo = vmlaq_n_s32(lo, vmovl_s16(vget_low_s16(v)), w);
+                        hi = vmlaq_n_s32(hi, vmovl_high_s16(v), w);
+                    }
+                    for (h, a) in [lo, hi].into_iter().enumerate() {
+                        let b = vminq_s32(vmaxq_s32(vshrq_n_s32::<{ PIL_SHIFT as i32 }>(a), zero), top);
+                        vst1q_f32(o.add(x + 4 * h), vcvtq_f32_s32(b));
+                    }
+                }
+            }
+            n
+        }
+    }
+}
+
+/// The whole-weight steps over `N` rows (their weights and pointers in registers across the row;
+/// 0: any number, up to `multitap::VTAPS`, from memory). One body per `N`, not inlined (a call
+/// per member and output row). The asking goes through a copy of `ahead`: through the
+/// reference, each step's asking stored it back.
+#[inline(never)]
+unsafe fn halves<const N: usize>(
+    rows: &[*const u8],
+    k: &[i16],
+    d: u8,
+    (mul, shift): (u16, u16),
+    o: *mut f32,
+    len: usize,
+    ahead: &mut Trickle,
+) -> usize {
+    let taps = if N == 0 { k.len().min(rows.len()).min(64) } else { N };
+    assert!(taps <= k.len() && taps <= rows.len());
+    // Twice the weights, as bytes (`k ≤ D ≤ WHOLE_MAX`).
+    let (mut kk, mut at) = ([vdupq_n_u8(0); 64], [std::ptr::null::<u8>(); 64]);
+    for j in 0..taps {
+        kk[j] = vdupq_n_u8((2 * k[j]) as u8);
+        at[j] = rows[j];
+    }
+    let n = len / 16 * 16;
+    let mut asking = *ahead;
+    let per = asking.pace(n / 16);
+    let (dv, m, s) = (vdupq_n_u16(d as u16), vdupq_n_u16(mul), vdupq_n_s16(-(shift as i16)));
+    for x in (0..n).step_by(16) {
+        asking.ask(per);
+        unsafe {
+            // From four rows, the even and the odd ones in two chains (as `whole::tap_blocks`).
+            let chains = if N >= 4 || N == 0 { 2 } else { 1 };
+            let zero = vdupq_n_u16(0);
+            let (mut lo, mut hi) = ([dv, zero], [dv, zero]);
+            for j in 0..taps {
+                let (v, c) = (vld1q_u8(at[j].add(x)), j % chains);
+                lo[c] = vmlal_u8(lo[c], vget_low_u8(v), vget_low_u8(kk[j]));
+                hi[c] = umlal2(hi[c], v, kk[j]);
+            }
+            let (lo, hi) = match chains {
+                1 => (lo[0], hi[0]),
+                _ => (vaddq_u16(lo[0], lo[1]), vaddq_u16(hi[0], hi[1])),
+            };
+            for (h, t) in [lo, hi].into_iter().enumerate() {
+                let q = divide(t, m, s);
+                vst1q_f32(o.add(x + 8 * h), vcvtq_f32_u32(vmovl_u16(vget_low_u16(q))));
+                vst1q_f32(o.add(x + 8 * h + 4), vcvtq_f32_u32(vmovl_high_u16(q)));
+            }
+        }
+    }
+    *ahead = asking;
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{vertical_bytes, Trickle};
+
+    /// The vertical pass gives PIL's byte, `⌊(Σ wi · b + 2^21) / 2^22⌋`: with whole weights
+    /// (`wi = 2^22 k / D` rounded, `weights::pil_whole`: 3×'s and 2.5×'s triangles, one to nine
+    /// rows, a weight of 80) by the u16 sums and the division, without them by the 2^-22 sums,
+    /// over lengths around the steps (the outputs past them are the caller's).
+    #[test]
+    fn vertical_bytes_give_pils_bytes() {
+        let cases: [&[i16]; 6] =
+            [&[1, 2, 3, 2, 1], &[1, 5, 9, 7, 3], &[40, 40, 11], &[1], &[80, 11], &[3; 9]];
+        let mut checked = 0;
+        for k in cases {
+            let d: i16 = k.iter().sum();
+            let div = crate::convert::plan::divider(d as u16).expect("a divider");
+            let wi: Vec<i32> =
+                k.iter().map(|&k| ((k as f64) * (1u64 << 22) as f64 / d as f64).round() as i32).collect();
+            for n in [16, 24, 40, 64, 640, 650] {
+                let rows: Vec<Vec<u8>> = (0..k.len())
+                    .map(|r| (0..n).map(|i| ((i * 97 + r * 61 + i * i * 13) % 256) as u8).collect())
+                    .collect();
+                let at: Vec<*const u8> = rows.iter().map(|r| r.as_ptr()).collect();
+                for whole in [true, false] {
+                    let mut out = vec![-1f32; n];
+                    let w = whole.then_some((k, d as u8, div));
+                    let done = unsafe { vertical_bytes(&at, &wi, w, &mut out, Trickle::NONE) };
+                    let step = if whole { 16 } else { 8 };
+                    assert_eq!(done, n / step * step, "weights {k:?}");
+                    for x in 0..n {
+                        if x >= done {
+                            assert_eq!(out[x], -1.0, "nothing written past the steps");
+                            continue;
+                        }
+                        let acc: i64 = (0..k.len()).map(|j| wi[j] as i64 * rows[j][x] as i64).sum();
+                        let pil = ((acc + (1 << 21)) >> 22).clamp(0, 255);
+                        assert_eq!(out[x], pil as f32, "weights {k:?} over {d}, {n} outputs, output {x}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 10_000, "{checked}");
+    }
+}
