@@ -187,6 +187,48 @@ pub(super) fn multitap_horizontal(
     0
 }
 
+/// PIL's byte ring over four-byte pixels split into channel rows (`plan::Planar`, channel rows of
+/// `len` bytes; AVX2's and NEON's): slot `i` of `packed` holds row `i`'s four channel rows, a
+/// quarter each, by the level's `split(row, quarters)`; then `blocks(rows, out)` for each member
+/// the vertical pass blends (an RGBA source's alpha is not), as one member over its channel's
+/// rows into its rows of `out`.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[allow(clippy::too_many_arguments)]
+fn planar_members(
+    m: &MultiTap,
+    comps: &[Comp],
+    g: &TapGroup,
+    len: usize,
+    rows: &[&[u8]],
+    out: &[[*mut u8; 4]],
+    packed: &mut [u8],
+    mut split: impl FnMut(&[u8], [*mut u8; 4]),
+    mut blocks: impl FnMut(&[&[u8]], &[[*mut u8; 4]]),
+) {
+    const ROWS: usize = multitap::ROWS_AT_ONCE;
+    let (stride, n) = (packed.len() / ROWS, rows.len());
+    let quarter = stride / 4;
+    assert!(len <= quarter && n <= ROWS && out.len() == n, "channel rows fit their slots");
+    for (i, row) in rows.iter().enumerate() {
+        let slot = packed[i * stride..].as_mut_ptr();
+        // Each quarter holds `len` bytes (asserted above).
+        split(&row[..4 * len], std::array::from_fn(|c| slot.wrapping_add(c * quarter)));
+    }
+    let packed: &[u8] = packed;
+    for (j, &k) in g.members.iter().enumerate().filter(|&(_, &k)| m.blended[k]) {
+        let channel = comps[k].offset % 4;
+        let src: [&[u8]; ROWS] =
+            std::array::from_fn(
+                |i| if i < n { &packed[i * stride + channel * quarter..][..len] } else { &[] },
+            );
+        let dst: [[*mut u8; 4]; ROWS] = std::array::from_fn(|i| match i < n {
+            true => [out[i][j], std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut()],
+            false => [std::ptr::null_mut(); 4],
+        });
+        blocks(&src[..n], &dst[..n]);
+    }
+}
+
 /// What NEON's tap-by-tap blocks (`plan::WholeTaps`) of group `gi` read: the rows split into
 /// channel rows (`plan::Planar`: four-byte pixels, each blended channel one member's rows), packed
 /// to every other byte (`plan::Compact`: YUY2's and UYVY's groups) or as they are.
@@ -242,26 +284,10 @@ pub(super) fn neon_pil8(
     assert!(n <= ROWS && out.len() == n, "a row's members' rows each");
     match from {
         NeonRows::Planar(p) => {
-            let quarter = stride / 4;
-            for (i, row) in rows.iter().enumerate() {
-                let slot = packed[i * stride..].as_mut_ptr();
-                let quarters = std::array::from_fn(|c| slot.wrapping_add(c * quarter));
-                // Each quarter holds `p.len` bytes (`4 * p.len <= stride`).
-                unsafe { neon::pack_planar(&row[..4 * p.len], quarters, ahead) };
-            }
-            let packed: &[u8] = packed;
-            for (j, &k) in g.members.iter().enumerate().filter(|&(_, &k)| m.blended[k]) {
-                let channel = comps[k].offset % 4;
-                let src: [&[u8]; ROWS] = std::array::from_fn(|i| match i < n {
-                    true => &packed[i * stride + channel * quarter..][..p.len],
-                    false => &[],
-                });
-                let dst: [[*mut u8; 4]; ROWS] = std::array::from_fn(|i| match i < n {
-                    true => [out[i][j], std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut()],
-                    false => [std::ptr::null_mut(); 4],
-                });
-                unsafe { neon::whole_taps(&src[..n], plan, &dst[..n], 0) };
-            }
+            let split = |row: &[u8], quarters| unsafe { neon::pack_planar(row, quarters, ahead) };
+            planar_members(m, comps, g, p.len, rows, out, packed, split, |src, dst| unsafe {
+                neon::whole_taps(src, plan, dst, 0);
+            });
         }
         NeonRows::Packed(p) => {
             for (i, row) in rows.iter().enumerate() {
@@ -326,31 +352,10 @@ pub(super) fn avx2_pil8(
     let g = &m.groups[gi];
     let fits = |reach: usize| rows.iter().all(|r| reach <= r.len());
     if let Some(p) = g.planar.as_deref().filter(|p| !packed.is_empty() && fits(4 * p.len)) {
-        // Slot `i` of the scratch holds row `i`'s four channel rows, a quarter each.
-        let stride = packed.len() / multitap::ROWS_AT_ONCE;
-        let quarter = stride / 4;
-        assert!(p.len <= quarter && rows.len() <= multitap::ROWS_AT_ONCE, "channel rows fit their slots");
-        for (i, row) in rows.iter().enumerate() {
-            let slot = packed[i * stride..].as_mut_ptr();
-            let channels = std::array::from_fn(|c| slot.wrapping_add(c * quarter));
-            unsafe { avx2::pack_planar(&row[..4 * p.len], channels, ahead) };
-        }
-        let packed: &[u8] = packed;
-        // The members the vertical pass blends (an RGBA source's alpha is not), each as one
-        // member over its channel's rows.
-        for (j, &k) in g.members.iter().enumerate().filter(|&(_, &k)| m.blended[k]) {
-            let channel = comps[k].offset % 4;
-            let src: [&[u8]; multitap::ROWS_AT_ONCE] = std::array::from_fn(|i| match i < rows.len() {
-                true => &packed[i * stride + channel * quarter..][..p.len],
-                false => &[],
-            });
-            let dst: [[*mut u8; 4]; multitap::ROWS_AT_ONCE] = std::array::from_fn(|i| match i < rows.len() {
-                true => [out[i][j], std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut()],
-                false => [std::ptr::null_mut(); 4],
-            });
-            let n = rows.len();
-            unsafe { avx2_byte_blocks(&src[..n], &p.b8, Some(&p.whole8), &dst[..n], 0) };
-        }
+        let split = |row: &[u8], quarters| unsafe { avx2::pack_planar(row, quarters, ahead) };
+        planar_members(m, comps, g, p.len, rows, out, packed, split, |src, dst| unsafe {
+            avx2_byte_blocks(src, &p.b8, Some(&p.whole8), dst, 0);
+        });
         return p.whole8.done;
     }
     if let Some(plan) = g.px8.as_ref().filter(|p| fits(p.reach)) {

@@ -373,6 +373,18 @@ pub(in crate::convert) fn pil_tied(wi: &[i32]) -> Option<Tied> {
     })
 }
 
+/// Each output's whole weights (`Tied`) on axis `t`: `Taps::d` and `k` where PIL's weights have
+/// them (`pil_whole`, no remainders needed), else the tied ones where those exist (`pil_tied`).
+pub(in crate::convert) fn whole_outputs(t: &Taps) -> Vec<Option<Tied>> {
+    let taps = t.taps;
+    (0..t.d.len())
+        .map(|x| match t.d[x] {
+            0 => pil_tied(&t.wi[x * taps..][..taps]),
+            d => Some((d, t.k[x * taps..][..taps].to_vec(), vec![0; taps])),
+        })
+        .collect()
+}
+
 /// A multi-tap filter's plan: per axis (luma, chroma) the columns' and rows' taps.
 #[derive(Debug, Clone)]
 pub(in crate::convert) struct MultiTap {

@@ -11,7 +11,7 @@
 //! `pmaddubsw` in the blocks that have them, whose sign decides the ties.
 
 use super::taps::IDLE;
-use super::weights::{pil_tied, Tied};
+use super::weights::{whole_outputs, Tied};
 use super::{Aligned64, Taps};
 use std::collections::HashMap;
 
@@ -90,14 +90,8 @@ impl Whole {
         if t.d.is_empty() || members > 4 {
             return None;
         }
-        // Each output's `D`, weights and remainders: `Taps::d` and `k` where PIL's weights have
-        // them (no remainders needed), else the tied ones where those exist.
-        let outs: Vec<Option<Tied>> = (0..t.d.len())
-            .map(|x| match t.d[x] {
-                0 => pil_tied(&t.wi[x * taps..][..taps]),
-                d => Some((d, t.k[x * taps..][..taps].to_vec(), vec![0; taps])),
-            })
-            .collect();
+        // Each output's `D`, weights and remainders.
+        let outs: Vec<Option<Tied>> = whole_outputs(t);
         if outs.iter().all(Option::is_none) {
             return None;
         }

@@ -12,7 +12,7 @@
 //! group): at the sizes scanned (Gray8, 200–2000 → 64–640) a plan had all its blocks whole or
 //! a quarter of them not.
 
-use super::weights::{pil_tied, Tied};
+use super::weights::{whole_outputs, Tied};
 use super::whole::divider;
 use super::Taps;
 use std::collections::HashMap;
@@ -81,8 +81,9 @@ pub(in crate::convert) struct WholeTaps {
 
 impl WholeTaps {
     /// The blocks for members at byte `offsets` from `base[x]` (output `x`'s first tap of the
-    /// first member), taps `step` bytes apart, in rows of `row_len` bytes; `None` where no block
-    /// is not whole, or its taps span more than four registers.
+    /// first member), taps `step` bytes apart, in rows of `row_len` bytes; `None` where a block's
+    /// outputs are not all whole (`weights::whole_outputs`, with a divider) or its taps span more
+    /// than four registers.
     pub(in crate::convert) fn new(
         base: &[u32],
         offsets: &[usize],
@@ -94,14 +95,12 @@ impl WholeTaps {
         if t.d.is_empty() || base.len() < TBL_BLOCK {
             return None;
         }
-        // Each output's `D`, weights and remainders (as `Whole::new`), with its divider.
+        // Each output's `D`, weights and remainders, with its divider.
         let mut dividers = HashMap::new();
-        let outs: Vec<Option<(Tied, (u16, u16))>> = (0..t.d.len())
-            .map(|x| {
-                let tied = match t.d[x] {
-                    0 => pil_tied(&t.wi[x * taps..][..taps])?,
-                    d => (d, t.k[x * taps..][..taps].to_vec(), vec![0; taps]),
-                };
+        let outs: Vec<Option<(Tied, (u16, u16))>> = whole_outputs(t)
+            .into_iter()
+            .map(|tied| {
+                let tied = tied?;
                 let div = (*dividers.entry(tied.0).or_insert_with(|| divider(tied.0 as u16)))?;
                 Some((tied, div))
             })
