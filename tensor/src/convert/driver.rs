@@ -14,6 +14,8 @@ use super::avx512;
 use super::baseline;
 use super::finish::{SendPtr, BLOCK, PATTERN};
 use super::hint::prefetch;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use super::hint::Trickle;
 #[cfg(target_arch = "x86_64")]
 use super::lines::Lines;
 use super::multitap::{self, VTaps, MULTI_PREFETCH_AHEAD};
@@ -332,36 +334,37 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                     }
                 };
                 let takes = |g: usize| plans(g).is_some();
-                let mut packed = std::mem::take(&mut s.ring.packed_rows);
                 // Every group packed, from byte 0 or 1 of the same rows (YUY2, UYVY): each row
                 // packed once into both halves of its slot (`split_rows`), whose rows these are.
-                let split = split_packs(m, &c.comps, plans, packed.len() / multitap::ROWS_AT_ONCE);
+                let slot = s.ring.packed_rows.len() / multitap::ROWS_AT_ONCE;
+                let split = split_packs(m, &c.comps, plans, slot);
                 let mut packed_at = [std::ptr::null::<u8>(); multitap::ROWS_AT_ONCE];
-                let horiz = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize| {
-                    let Some((plan, rest, compact)) = plans(g) else { return 0 };
-                    let mut rows = rows;
-                    let packed_rows;
-                    if let Some(p) = compact {
-                        packed_rows = match split {
-                            true => {
-                                split_rows(rows, p, &mut packed, &mut packed_at, |row, even, odd| unsafe {
-                                    avx512::pack_bytes_split(row, even, odd, ahead)
-                                })
-                            }
-                            false => pack_rows(rows, p, &mut packed, |row, out| unsafe {
-                                avx512::pack_bytes(row, p.from, out, ahead)
-                            }),
-                        };
-                        rows = &packed_rows[..rows.len()];
-                    }
-                    // The packed rows are the scratch's: the frame's lines were asked for above.
-                    let ahead = if compact.is_some() { 0 } else { ahead };
-                    let done = unsafe { avx512::whole_bytes(rows, plan, out, ahead) };
-                    if !plan.rest.is_empty() {
-                        unsafe { avx512::multitap_bytes(rows, rest, out, Some(&plan.rest)) };
-                    }
-                    done
-                };
+                let horiz =
+                    |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize, packed: &mut [u8]| {
+                        let Some((plan, rest, compact)) = plans(g) else { return 0 };
+                        let mut rows = rows;
+                        let packed_rows;
+                        if let Some(p) = compact {
+                            packed_rows = match split {
+                                true => {
+                                    split_rows(rows, p, packed, &mut packed_at, |row, even, odd| unsafe {
+                                        avx512::pack_bytes_split(row, even, odd, ahead)
+                                    })
+                                }
+                                false => pack_rows(rows, p, packed, |row, out| unsafe {
+                                    avx512::pack_bytes(row, p.from, out, ahead)
+                                }),
+                            };
+                            rows = &packed_rows[..rows.len()];
+                        }
+                        // The packed rows are the scratch's: the frame's lines were asked for above.
+                        let ahead = if compact.is_some() { 0 } else { ahead };
+                        let done = unsafe { avx512::whole_bytes(rows, plan, out, ahead) };
+                        if !plan.rest.is_empty() {
+                            unsafe { avx512::multitap_bytes(rows, rest, out, Some(&plan.rest)) };
+                        }
+                        done
+                    };
                 let vert = |rows: &[*const u8],
                             wi: &[i32],
                             whole: Option<(&[i16], u8, (u16, u16))>,
@@ -369,87 +372,48 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                             ahead| unsafe {
                     avx512::vertical_bytes(rows, wi, whole, out, ahead)
                 };
-                let (groups, made) = multitap::pil8_row(
-                    m,
-                    &c.comps,
-                    &src.planes,
-                    cy,
-                    &mut s.ring,
-                    &mut s.comps,
-                    takes,
-                    horiz,
-                    vert,
-                );
-                s.ring.packed_rows = packed;
-                skip |= groups;
-                s.counts.sampled += made;
+                skip |= byte_ring_row(c, m, src, cy, s, takes, horiz, vert);
             }
             // PIL's filters at AVX2: a ring of bytes too, for every group the level's blocks take
             // (`avx2_pil8_takes`). Over the f32 ring, 1080p NV12 `bilinear-antialias`'s vertical
             // pass read four bytes a sample from L2 (a quarter of the frame, Zen 2).
             #[cfg(target_arch = "x86_64")]
             if !c.avx512() && c.avx2() && m.round_between && !s.ring.btags[0].is_empty() {
-                let mut packed = std::mem::take(&mut s.ring.packed_rows);
-                let have_packed = !packed.is_empty();
-                let plans = |g: usize| avx2_pil8_plan(m, &c.comps, g, have_packed);
+                let slot = s.ring.packed_rows.len() / multitap::ROWS_AT_ONCE;
+                let plans = |g: usize| avx2_pil8_plan(m, &c.comps, g, slot > 0);
                 let takes = |g: usize| plans(g).is_some();
                 // YUY2 and UYVY: each row packed once into both halves of its slot (`split_rows`).
-                let split = split_packs(m, &c.comps, plans, packed.len() / multitap::ROWS_AT_ONCE);
+                let split = split_packs(m, &c.comps, plans, slot);
                 let mut packed_at = [std::ptr::null::<u8>(); multitap::ROWS_AT_ONCE];
-                let horiz = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize| {
-                    avx2_pil8(m, &c.comps, g, rows, out, ahead, &mut packed, split.then_some(&mut packed_at))
-                };
+                let horiz =
+                    |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize, packed: &mut [u8]| {
+                        avx2_pil8(m, &c.comps, g, rows, out, ahead, packed, split.then_some(&mut packed_at))
+                    };
                 let vert =
                     |rows: &[*const u8],
                      wi: &[i32],
                      whole: Option<(&[i16], u8, (u16, u16))>,
                      out: &mut [f32],
                      ahead| unsafe { avx2::vertical_bytes(rows, wi, whole, out, ahead) };
-                let (groups, made) = multitap::pil8_row(
-                    m,
-                    &c.comps,
-                    &src.planes,
-                    cy,
-                    &mut s.ring,
-                    &mut s.comps,
-                    takes,
-                    horiz,
-                    vert,
-                );
-                s.ring.packed_rows = packed;
-                skip |= groups;
-                s.counts.sampled += made;
+                skip |= byte_ring_row(c, m, src, cy, s, takes, horiz, vert);
             }
             // PIL's filters at NEON: the byte ring for the groups with tap-by-tap blocks
             // (`neon_pil8_plan`); the others through the f32 ring below.
             #[cfg(target_arch = "aarch64")]
             if c.neon() && m.round_between && !s.ring.btags[0].is_empty() {
-                let mut packed = std::mem::take(&mut s.ring.packed_rows);
-                let stride = packed.len() / multitap::ROWS_AT_ONCE;
-                let takes = |g: usize| neon_pil8_plan(m, &c.comps, g, stride).is_some();
-                let horiz = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize| {
-                    neon_pil8(m, &c.comps, g, rows, out, ahead, &mut packed)
-                };
+                let slot = s.ring.packed_rows.len() / multitap::ROWS_AT_ONCE;
+                let takes = |g: usize| neon_pil8_plan(m, &c.comps, g, slot).is_some();
+                let horiz =
+                    |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize, packed: &mut [u8]| {
+                        neon_pil8(m, &c.comps, g, rows, out, ahead, packed)
+                    };
                 let vert =
                     |rows: &[*const u8],
                      wi: &[i32],
                      whole: Option<(&[i16], u8, (u16, u16))>,
                      out: &mut [f32],
                      ahead| unsafe { neon::vertical_bytes(rows, wi, whole, out, ahead) };
-                let (groups, made) = multitap::pil8_row(
-                    m,
-                    &c.comps,
-                    &src.planes,
-                    cy,
-                    &mut s.ring,
-                    &mut s.comps,
-                    takes,
-                    horiz,
-                    vert,
-                );
-                s.ring.packed_rows = packed;
-                skip |= groups;
-                s.counts.sampled += made;
+                skip |= byte_ring_row(c, m, src, cy, s, takes, horiz, vert);
             }
             #[cfg(target_arch = "x86_64")]
             if c.avx2() && !s.ring.sums.is_empty() {
@@ -674,6 +638,34 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         pad(c, dst, y, 1, 0, rect.x);
         pad(c, dst, y, 1, rect.x + rect.width, c.dst.width - rect.x - rect.width);
     }
+}
+
+/// Output row `cy` of PIL's filters through the byte ring (`multitap::pil8_row`) with a level's
+/// horizontal blocks (`horiz`, lent the scratch's rows for packed or split rows) and vertical pass
+/// (`vert`), for the groups `takes` accepts: AVX-512's, AVX2's and NEON's. Returns the groups
+/// done (bit `g`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn byte_ring_row(
+    c: &Converter,
+    m: &MultiTap,
+    src: &SrcImage<'_>,
+    cy: usize,
+    s: &mut Scratch,
+    takes: impl Fn(usize) -> bool,
+    mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize, &mut [u8]) -> usize,
+    vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [f32], Trickle) -> usize,
+) -> u32 {
+    let mut packed = std::mem::take(&mut s.ring.packed_rows);
+    let lent = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize| {
+        horiz(g, rows, out, ahead, &mut packed)
+    };
+    let (groups, made) =
+        multitap::pil8_row(m, &c.comps, &src.planes, cy, &mut s.ring, &mut s.comps, takes, lent, vert);
+    s.ring.packed_rows = packed;
+    s.counts.sampled += made;
+    groups
 }
 
 /// `out[x] = row[i0[x]] + w[x] * (row[i1[x]] - row[i0[x]])`: by AVX2 gathers where the level has

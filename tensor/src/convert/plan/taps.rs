@@ -296,7 +296,7 @@ pub(in crate::convert) fn tap_groups(
             true => super::Whole8::new(&base[k], &offsets, c.step, t, len, b8.as_ref()),
             false => None,
         };
-        let whole_taps = match pil && cfg!(any(test, target_arch = "aarch64")) {
+        let whole_taps = match pil && neon {
             true => super::WholeTaps::new(&base[k], &offsets, c.step, t, len),
             false => None,
         };
