@@ -28,8 +28,8 @@ use std::ops::Range;
 mod taps;
 #[cfg(target_arch = "x86_64")]
 use taps::{
-    avx2_pil8, avx2_pil8_plan, pack_rows, rows_first_avx2, rows_first_avx512, split_packs, split_rows,
-    Across, RowsFirst,
+    avx2_pil8, avx2_pil8_plan, halved_half, pack_rows, rows_first_avx2, rows_first_avx512, split_packs,
+    split_rows, Across, RowsFirst,
 };
 use taps::{multitap_horizontal, multitap_vertical};
 #[cfg(target_arch = "aarch64")]
@@ -384,10 +384,12 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 let takes = |g: usize| plans(g).is_some();
                 // YUY2 and UYVY: each row packed once into both halves of its slot (`split_rows`).
                 let split = split_packs(m, &c.comps, plans, slot);
+                let halve = if split { halved_half(m, plans) } else { None };
                 let mut packed_at = [std::ptr::null::<u8>(); multitap::ROWS_AT_ONCE];
                 let horiz =
                     |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize, packed: &mut [u8]| {
-                        avx2_pil8(m, &c.comps, g, rows, out, ahead, packed, split.then_some(&mut packed_at))
+                        let split = split.then_some((&mut packed_at, halve));
+                        avx2_pil8(m, &c.comps, g, rows, out, ahead, packed, split)
                     };
                 let vert =
                     |rows: &[*const u8],

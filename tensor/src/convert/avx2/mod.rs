@@ -22,7 +22,9 @@ mod whole;
 use super::hint::{prefetch, prefetch_span};
 pub(super) use boxes::{box_blocks, box_sums, box_sums_split};
 pub(super) use pixels::{pack_planar, pixel_words, pixels, pixels_bytes};
-pub(super) use taps::{multitap, multitap_bytes, multitap_vertical, pack_bytes, pack_bytes_split};
+pub(super) use taps::{
+    multitap, multitap_bytes, multitap_vertical, pack_bytes, pack_bytes_split, pack_bytes_split_halved,
+};
 pub(super) use vertical::vertical_bytes;
 pub(super) use whole::whole_bytes;
 

@@ -515,6 +515,86 @@ pub(in crate::convert) unsafe fn pack_bytes_split(row: &[u8], even: &mut [u8], o
     }
 }
 
+/// `pack_bytes_split` with half `halve` (0: the even bytes, 1: the odd) stored as two runs, its
+/// even samples then its odd ones (`plan::Halved`: YUY2's U then V, UYVY's the same from the even
+/// half), the other half as `pack_bytes_split` stores it. Split so, U and V are each one member's
+/// consecutive bytes, and a lane's eight chroma outputs at 1.5× span one 16-byte piece instead of
+/// two. 32 samples of each run a step (128 bytes of the row), the last step moved back to the
+/// row's last whole four bytes, the rest by the scalar loop; the lines `ahead` bytes on asked for
+/// as they are read (0: none).
+///
+/// # Safety
+/// The CPU has AVX2.
+#[target_feature(enable = "avx2")]
+pub(in crate::convert) unsafe fn pack_bytes_split_halved(
+    row: &[u8],
+    even: &mut [u8],
+    odd: &mut [u8],
+    halve: usize,
+    ahead: usize,
+) {
+    assert!(even.len() == row.len().div_ceil(2) && odd.len() == row.len() / 2, "both halves of the row");
+    assert!(halve <= 1, "a half is 0 or 1");
+    let (whole, halved) = if halve == 0 { (odd, even) } else { (even, odd) };
+    let q = halved.len().div_ceil(2);
+    let scalar = |whole: &mut [u8], halved: &mut [u8], from: usize| {
+        for (i, &b) in row.iter().enumerate().skip(from) {
+            let s = i / 2;
+            match (i % 2 == halve, s % 2) {
+                (false, _) => whole[s] = b,
+                (true, 0) => halved[s / 2] = b,
+                (true, _) => halved[q + s / 2] = b,
+            }
+        }
+    };
+    let quads = row.len() / 4;
+    if quads < 32 {
+        scalar(whole, halved, 0);
+        return;
+    }
+    let low = _mm256_set1_epi16(0x00ff);
+    // The runs' dwords come out of the two packs in the order 0, 2, 4, 6, 1, 3, 5, 7.
+    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    let (w, h) = (whole.as_mut_ptr(), halved.as_mut_ptr());
+    // The row's even and odd bytes of 64 bytes from `at`, as packed: each lane's qwords from
+    // the two loads' same lane (the whole half's put in order, the halved half's left so: its
+    // runs are put in order once, after their own pack).
+    let split = |at: *const u8| unsafe {
+        let (a, b) =
+            (_mm256_loadu_si256(at as *const __m256i), _mm256_loadu_si256(at.add(32) as *const __m256i));
+        let e = _mm256_packus_epi16(_mm256_and_si256(a, low), _mm256_and_si256(b, low));
+        let o = _mm256_packus_epi16(_mm256_srli_epi16::<8>(a), _mm256_srli_epi16::<8>(b));
+        if halve == 0 {
+            (_mm256_permute4x64_epi64::<0b11_01_10_00>(o), e)
+        } else {
+            (_mm256_permute4x64_epi64::<0b11_01_10_00>(e), o)
+        }
+    };
+    // Four-byte groups `k..k + 32`: 64 samples of the whole half, 32 of each run.
+    let step = |k: usize| unsafe {
+        let at = row.as_ptr().add(4 * k);
+        let ((w1, c1), (w2, c2)) = (split(at), split(at.add(64)));
+        _mm256_storeu_si256(w.add(2 * k) as *mut __m256i, w1);
+        _mm256_storeu_si256(w.add(2 * k + 32) as *mut __m256i, w2);
+        let u = _mm256_packus_epi16(_mm256_and_si256(c1, low), _mm256_and_si256(c2, low));
+        let v = _mm256_packus_epi16(_mm256_srli_epi16::<8>(c1), _mm256_srli_epi16::<8>(c2));
+        _mm256_storeu_si256(h.add(k) as *mut __m256i, _mm256_permutevar8x32_epi32(u, order));
+        _mm256_storeu_si256(h.add(q + k) as *mut __m256i, _mm256_permutevar8x32_epi32(v, order));
+    };
+    let mut k = 0;
+    while k + 32 <= quads {
+        if ahead != 0 {
+            prefetch_window(&[unsafe { row.as_ptr().add(4 * k) }], ahead, true);
+        }
+        step(k);
+        k += 32;
+    }
+    if k < quads {
+        step(quads - 32);
+    }
+    scalar(whole, halved, 4 * quads);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,6 +616,34 @@ mod tests {
             assert_eq!(&even[..ne], &want_even[..], "{len}");
             assert_eq!(&odd[..no], &want_odd[..], "{len}");
             assert!(even[ne..].iter().chain(&odd[no..]).all(|&b| b == 0xa5), "{len}: past the halves");
+        }
+    }
+
+    /// With a half halved, the other half is the row's bytes of its parity and the halved one
+    /// its even samples then its odd ones, on rows shorter than a step, of every length modulo
+    /// four and with a last step moved back, and nothing is written past them.
+    #[test]
+    fn halved_packing_is_both_runs() {
+        if !is_x86_feature_detected!("avx2") {
+            return;
+        }
+        for halve in 0..2 {
+            for len in [0usize, 1, 3, 7, 64, 127, 128, 129, 130, 131, 200, 255, 256, 3840, 3841, 3842, 3843] {
+                let row: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+                let (ne, no) = (len.div_ceil(2), len / 2);
+                let (mut even, mut odd) = (vec![0xa5u8; ne + 40], vec![0xa5u8; no + 40]);
+                unsafe { pack_bytes_split_halved(&row, &mut even[..ne], &mut odd[..no], halve, 0) };
+                let half = |p: usize| -> Vec<u8> { row.iter().skip(p).step_by(2).copied().collect() };
+                let h = half(halve);
+                let runs: Vec<u8> = h.iter().step_by(2).chain(h.iter().skip(1).step_by(2)).copied().collect();
+                let (want_even, want_odd) = if halve == 0 { (runs, half(1)) } else { (half(0), runs) };
+                assert_eq!(&even[..ne], &want_even[..], "{halve} {len}");
+                assert_eq!(&odd[..no], &want_odd[..], "{halve} {len}");
+                assert!(
+                    even[ne..].iter().chain(&odd[no..]).all(|&b| b == 0xa5),
+                    "{halve} {len}: past the halves"
+                );
+            }
         }
     }
 

@@ -103,6 +103,17 @@ pub(super) fn split_packs<'p, T, U>(
         && Compact::split_pair(taken.map(|(_, c)| c), slot / 2)
 }
 
+/// With each row split once for both groups (`split_packs`), the half stored as two runs
+/// (`plan::Halved`, `avx2::pack_bytes_split_halved`): that of the group that `plans` takes packed
+/// and that has the halved blocks (YUY2's and UYVY's chroma), if any.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn halved_half<'p, T, U>(
+    m: &MultiTap,
+    plans: impl Fn(usize) -> Option<(T, U, Option<&'p Compact>)>,
+) -> Option<usize> {
+    (0..m.groups.len()).filter_map(|g| plans(g)?.2).find(|c| c.halved.is_some()).map(|c| c.from)
+}
+
 /// `pack_rows` for groups packed from byte 0 and 1 of the same rows (`split_packs`): a row not
 /// packed yet (`packed_at[i]`, its slot's row, reset per output row) is packed into both halves
 /// of slot `i` by `pack(row, even, odd)`; the group reads its half.
@@ -335,8 +346,9 @@ pub(super) fn avx2_pil8_plan<'m>(
 /// `avx2_pil8_plan` takes: four-byte pixels split into channel rows (`plan::Planar`), else their
 /// pixel blocks (as `multitap_horizontal`),
 /// else the blocks over the packed rows (each row packed once for both of YUY2's groups where
-/// `split` holds the slots' rows, `split_rows`), else over the rows; whole-weight blocks where
-/// the group has them (`avx2_byte_blocks`). Returns the outputs each member has from the blocks.
+/// `split` holds the slots' rows, `split_rows`, and the half `split.1` halved, which its group
+/// reads by its `plan::Halved` blocks), else over the rows; whole-weight blocks where the group
+/// has them (`avx2_byte_blocks`). Returns the outputs each member has from the blocks.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn avx2_pil8(
@@ -347,7 +359,7 @@ pub(super) fn avx2_pil8(
     out: &[[*mut u8; 4]],
     ahead: usize,
     packed: &mut [u8],
-    split: Option<&mut [*const u8; multitap::ROWS_AT_ONCE]>,
+    split: Option<(&mut [*const u8; multitap::ROWS_AT_ONCE], Option<usize>)>,
 ) -> usize {
     let g = &m.groups[gi];
     let fits = |reach: usize| rows.iter().all(|r| reach <= r.len());
@@ -364,15 +376,22 @@ pub(super) fn avx2_pil8(
     let compact = g.compact.as_deref().filter(|_| !packed.is_empty());
     if let Some((p, plan)) = compact.and_then(|p| p.b8.as_ref().filter(|b| b.reach <= p.len).map(|b| (p, b)))
     {
+        let halve = split.as_ref().and_then(|s| s.1);
         let packed_rows = match split {
-            Some(at) => split_rows(rows, p, packed, at, |row, even, odd| unsafe {
-                avx2::pack_bytes_split(row, even, odd, ahead)
+            Some((at, halve)) => split_rows(rows, p, packed, at, |row, even, odd| unsafe {
+                match halve {
+                    Some(h) => avx2::pack_bytes_split_halved(row, even, odd, h, ahead),
+                    None => avx2::pack_bytes_split(row, even, odd, ahead),
+                }
             }),
             None => {
                 pack_rows(rows, p, packed, |row, out| unsafe { avx2::pack_bytes(row, p.from, out, ahead) })
             }
         };
-        let whole = p.whole8.as_ref().filter(|w| w.reach <= p.len);
+        let (plan, whole) = match p.halved.as_deref().filter(|_| halve == Some(p.from)) {
+            Some(h) => (&h.b8, h.whole8.as_ref()),
+            None => (plan, p.whole8.as_ref().filter(|w| w.reach <= p.len)),
+        };
         // The packed rows are the scratch's: the frame's lines were asked for above.
         return unsafe { avx2_byte_blocks(&packed_rows[..rows.len()], plan, whole, out, 0) };
     }

@@ -513,12 +513,44 @@ fn packed_groups_read_the_same_samples() {
                     let packed: Vec<u8> =
                         (0..c.len).map(|j| row.get(c.from + 2 * j).copied().unwrap_or(0)).collect();
                     let t = &cols[usize::from(comps[g.members[0]].chroma)];
+                    // PIL's U and V halved (`Halved`): a run of each, both at 1.5× and 1.25× a
+                    // lane's window of one piece, and every block whole at these factors.
+                    let halved = (interp == I::BilinearAntialias && g.members.len() == 2).then(|| {
+                        let h = c.halved.as_ref().unwrap_or_else(|| panic!("{format:?} {w}->{n}: halved"));
+                        let w8 = h.whole8.as_ref().unwrap_or_else(|| panic!("{format:?} {w}->{n}: whole8"));
+                        assert!(
+                            h.b8.reach <= c.len && h.b8.done == n && h.b8.pieces == 1,
+                            "{format:?} {w}->{n}"
+                        );
+                        let pieces = c.whole8.as_ref().map(|w| w.pieces);
+                        assert!(w8.pieces == 1 && pieces == Some(2), "{format:?} {w}->{n}: {pieces:?}");
+                        assert!(w8.whole.iter().all(|&b| b) && w8.reach <= c.len, "{format:?} {w}->{n}");
+                        let runs: Vec<u8> = packed
+                            .iter()
+                            .step_by(2)
+                            .chain(packed.iter().skip(1).step_by(2))
+                            .copied()
+                            .collect();
+                        (runs, c.len.div_ceil(2))
+                    });
+                    assert!(
+                        halved.is_some() || c.halved.is_none(),
+                        "{format:?} {w}->{n} {interp:?}: only PIL's U and V"
+                    );
                     for (mi, &k) in g.members.iter().enumerate() {
                         for x in 0..n {
                             for j in 0..t.taps {
                                 let want = row[plan.base[k][x] as usize + comps[k].step * j];
                                 let got = packed[c.base[mi][x] as usize + g.members.len() * j];
                                 assert_eq!(got, want, "{format:?} {w}->{n} member {mi} output {x} tap {j}");
+                                if let Some((runs, q)) = &halved {
+                                    let at = mi * q + c.base[0][x] as usize / 2 + j;
+                                    assert_eq!(
+                                        runs.get(at),
+                                        Some(&want),
+                                        "{format:?} {w}->{n} halved {mi} {x} {j}"
+                                    );
+                                }
                                 checked += 1;
                             }
                         }
