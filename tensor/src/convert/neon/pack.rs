@@ -26,11 +26,12 @@ pub(in crate::convert) fn pack_bytes(row: &[u8], from: usize, out: &mut [u8], ah
 }
 
 /// A row of four-byte pixels split into its channels' rows: `out[c][p] = row[4p + c]` for every
-/// whole pixel, 16 pixels a step by `ld4`, the rest by the scalar loop; the lines `ahead` bytes on
-/// asked for as they are read (0: none).
+/// whole pixel and every channel whose `out[c]` is not null (`driver::planar_members`), 16 pixels
+/// a step by `ld4`, the rest by the scalar loop; the lines `ahead` bytes on asked for as they are
+/// read (0: none).
 ///
 /// # Safety
-/// Each `out[c]` is writable for `row.len() / 4` bytes.
+/// Each `out[c]` is null or writable for `row.len() / 4` bytes.
 pub(in crate::convert) unsafe fn pack_planar(row: &[u8], out: [*mut u8; 4], ahead: usize) {
     let n = row.len() / 4;
     let mut p = 0;
@@ -39,15 +40,24 @@ pub(in crate::convert) unsafe fn pack_planar(row: &[u8], out: [*mut u8; 4], ahea
         prefetch_if(at, ahead);
         unsafe {
             let v = vld4q_u8(at);
-            vst1q_u8(out[0].add(p), v.0);
-            vst1q_u8(out[1].add(p), v.1);
-            vst1q_u8(out[2].add(p), v.2);
-            vst1q_u8(out[3].add(p), v.3);
+            // (Four tests, as AVX2's `pack_planar`: there a loop over the channels cost a third.)
+            if !out[0].is_null() {
+                vst1q_u8(out[0].add(p), v.0);
+            }
+            if !out[1].is_null() {
+                vst1q_u8(out[1].add(p), v.1);
+            }
+            if !out[2].is_null() {
+                vst1q_u8(out[2].add(p), v.2);
+            }
+            if !out[3].is_null() {
+                vst1q_u8(out[3].add(p), v.3);
+            }
         }
         p += 16;
     }
     for p in p..n {
-        for (c, o) in out.iter().enumerate() {
+        for (c, o) in out.iter().enumerate().filter(|(_, o)| !o.is_null()) {
             unsafe { *o.add(p) = row[4 * p + c] };
         }
     }
@@ -79,17 +89,26 @@ mod tests {
                 assert_eq!(&out[..n], &want[..], "{len} bytes from {from}");
                 assert!(out[n..].iter().all(|&b| b == 0xa5), "{len} bytes from {from}: past the end");
             }
-            let pixels = len / 4;
-            let mut planes = vec![vec![0x3cu8; pixels + 8]; 4];
-            let out: [*mut u8; 4] = std::array::from_fn(|c| planes[c].as_mut_ptr());
-            unsafe { pack_planar(&row, out, 128) };
-            for (c, plane) in planes.iter().enumerate() {
-                let want: Vec<u8> = (0..pixels).map(|p| row[4 * p + c]).collect();
-                assert_eq!(&plane[..pixels], &want[..], "{pixels} pixels, channel {c}");
-                assert!(
-                    plane[pixels..].iter().all(|&b| b == 0x3c),
-                    "{pixels} pixels, channel {c}: past the end"
-                );
+            // A null row is a channel no member blends (RGBA's or ARGB's alpha): not written.
+            for skip in [None, Some(0), Some(3)] {
+                let pixels = len / 4;
+                let mut planes = vec![vec![0x3cu8; pixels + 8]; 4];
+                let out: [*mut u8; 4] = std::array::from_fn(|c| match Some(c) == skip {
+                    true => std::ptr::null_mut(),
+                    false => planes[c].as_mut_ptr(),
+                });
+                unsafe { pack_planar(&row, out, 128) };
+                for (c, plane) in planes.iter().enumerate() {
+                    let want: Vec<u8> = match Some(c) == skip {
+                        true => vec![0x3c; pixels],
+                        false => (0..pixels).map(|p| row[4 * p + c]).collect(),
+                    };
+                    assert_eq!(&plane[..pixels], &want[..], "{pixels} pixels, channel {c}, {skip:?} skipped");
+                    assert!(
+                        plane[pixels..].iter().all(|&b| b == 0x3c),
+                        "{pixels} pixels, channel {c}: past the end"
+                    );
+                }
             }
         }
     }
