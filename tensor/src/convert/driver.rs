@@ -290,6 +290,30 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
     pad(c, dst, rows.start, rows.start.max(content.start).min(rows.end) - rows.start, 0, c.dst.width);
     let below = content.end.max(rows.start).min(rows.end);
     pad(c, dst, below, rows.end - below, 0, c.dst.width);
+    // AVX2's byte ring (PIL's filters): the groups it takes (bit `g`), whether YUY2's rows are
+    // split once for both groups and which half is halved are the converter's, worked out once a
+    // band (per output row they were 2 % of a 1080p YUY2 `bilinear-antialias` frame).
+    #[cfg(target_arch = "x86_64")]
+    let avx2_ring = c
+        .multi
+        .as_ref()
+        .filter(|m| !c.avx512() && c.avx2() && m.round_between && !s.ring.btags[0].is_empty())
+        .map(|m| {
+            let slot = s.ring.packed_rows.len() / multitap::ROWS_AT_ONCE;
+            let plans = |g: usize| avx2_pil8_plan(m, &c.comps, g, slot > 0);
+            let takes = (0..m.groups.len()).filter(|&g| plans(g).is_some()).fold(0u32, |t, g| t | 1 << g);
+            let split = split_packs(m, &c.comps, plans, slot);
+            (takes, split, if split { halved_half(m, plans) } else { None })
+        });
+    // NEON's byte ring: the groups it takes, the same way.
+    #[cfg(target_arch = "aarch64")]
+    let neon_ring =
+        c.multi.as_ref().filter(|m| c.neon() && m.round_between && !s.ring.btags[0].is_empty()).map(|m| {
+            let slot = s.ring.packed_rows.len() / multitap::ROWS_AT_ONCE;
+            (0..m.groups.len())
+                .filter(|&g| neon_pil8_plan(m, &c.comps, g, slot).is_some())
+                .fold(0u32, |t, g| t | 1 << g)
+        });
     for y in rows.start.max(content.start)..rows.end.min(content.end) {
         let cy = y - rect.y;
         // Bilinear and nearest: the planes the kernels read straight from the frame, which ask
@@ -375,16 +399,12 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 skip |= byte_ring_row(c, m, src, cy, s, takes, horiz, vert);
             }
             // PIL's filters at AVX2: a ring of bytes too, for every group the level's blocks take
-            // (`avx2_pil8_takes`). Over the f32 ring, 1080p NV12 `bilinear-antialias`'s vertical
+            // (`avx2_pil8_plan`, `avx2_ring` above). Over the f32 ring, 1080p NV12 `bilinear-antialias`'s vertical
             // pass read four bytes a sample from L2 (a quarter of the frame, Zen 2).
             #[cfg(target_arch = "x86_64")]
-            if !c.avx512() && c.avx2() && m.round_between && !s.ring.btags[0].is_empty() {
-                let slot = s.ring.packed_rows.len() / multitap::ROWS_AT_ONCE;
-                let plans = |g: usize| avx2_pil8_plan(m, &c.comps, g, slot > 0);
-                let takes = |g: usize| plans(g).is_some();
+            if let Some((taken, split, halve)) = avx2_ring {
+                let takes = |g: usize| taken & (1 << g) != 0;
                 // YUY2 and UYVY: each row packed once into both halves of its slot (`split_rows`).
-                let split = split_packs(m, &c.comps, plans, slot);
-                let halve = if split { halved_half(m, plans) } else { None };
                 let mut packed_at = [std::ptr::null::<u8>(); multitap::ROWS_AT_ONCE];
                 let horiz =
                     |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize, packed: &mut [u8]| {
@@ -400,11 +420,10 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 skip |= byte_ring_row(c, m, src, cy, s, takes, horiz, vert);
             }
             // PIL's filters at NEON: the byte ring for the groups with tap-by-tap blocks
-            // (`neon_pil8_plan`); the others through the f32 ring below.
+            // (`neon_pil8_plan`, `neon_ring` above); the others through the f32 ring below.
             #[cfg(target_arch = "aarch64")]
-            if c.neon() && m.round_between && !s.ring.btags[0].is_empty() {
-                let slot = s.ring.packed_rows.len() / multitap::ROWS_AT_ONCE;
-                let takes = |g: usize| neon_pil8_plan(m, &c.comps, g, slot).is_some();
+            if let Some(taken) = neon_ring {
+                let takes = |g: usize| taken & (1 << g) != 0;
                 let horiz =
                     |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize, packed: &mut [u8]| {
                         neon_pil8(m, &c.comps, g, rows, out, ahead, packed)
