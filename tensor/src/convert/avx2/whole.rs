@@ -155,28 +155,47 @@ unsafe fn whole_block<const L: usize, const M: usize, const R: usize, const TIE:
         }
         let mul = _mm256_load_si256(plan.mul.as_ptr().add(b) as *const __m256i);
         let count = _mm_cvtsi64_si128(*plan.shift.get_unchecked(b) as i64);
+        let mut q = [d; R];
         for i in 0..R {
             // ⌊⌊t · m / 2^16⌋ / 2^s⌋.
-            let mut q = _mm256_srl_epi16(mulhi(s[i], mul), count);
+            q[i] = _mm256_srl_epi16(mulhi(s[i], mul), count);
             if TIE {
-                let tie = _mm256_cmpeq_epi16(_mm256_mullo_epi16(q, _mm256_add_epi16(d, d)), s[i]);
+                let tie = _mm256_cmpeq_epi16(_mm256_mullo_epi16(q[i], _mm256_add_epi16(d, d)), s[i]);
                 let below = _mm256_cmpgt_epi16(_mm256_setzero_si256(), e[i]);
-                q = _mm256_add_epi16(q, _mm256_and_si256(tie, below));
+                q[i] = _mm256_add_epi16(q[i], _mm256_and_si256(tie, below));
             }
-            // Each lane's eight bytes (below 256), lane 0 then lane 1.
-            let v = _mm256_packus_epi16(q, q);
-            let o = |m: usize| out[i][m];
-            let (l0, l1) = (_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+        }
+        // Two rows' quotients (each below 256) packed at once: per lane row `i`'s eight bytes,
+        // then row `i + 1`'s. Against a pack, an extract and two 8-byte stores a row, 1080p YUY2
+        // `bilinear-antialias` at AVX2 (Zen 2) 0.89 → 0.88 ms hot.
+        let mut i = 0;
+        while i < R {
+            let two = i + 1 < R;
+            let v = _mm256_packus_epi16(q[i], if two { q[i + 1] } else { q[i] });
+            let o = |r: usize, m: usize| out[r][m];
             match M {
                 1 => {
-                    _mm_storel_epi64(o(0).add(16 * b) as *mut __m128i, l0);
-                    _mm_storel_epi64(o(0).add(16 * b + 8) as *mut __m128i, l1);
+                    // Row `i`'s sixteen outputs, then row `i + 1`'s.
+                    let v = _mm256_permute4x64_epi64::<0b11_01_10_00>(v);
+                    _mm_storeu_si128(o(i, 0).add(16 * b) as *mut __m128i, _mm256_castsi256_si128(v));
+                    if two {
+                        _mm_storeu_si128(
+                            o(i + 1, 0).add(16 * b) as *mut __m128i,
+                            _mm256_extracti128_si256::<1>(v),
+                        );
+                    }
                 }
                 _ => {
-                    _mm_storel_epi64(o(0).add(8 * b) as *mut __m128i, l0);
-                    _mm_storel_epi64(o(1).add(8 * b) as *mut __m128i, l1);
+                    let (l0, l1) = (_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+                    _mm_storel_epi64(o(i, 0).add(8 * b) as *mut __m128i, l0);
+                    _mm_storel_epi64(o(i, 1).add(8 * b) as *mut __m128i, l1);
+                    if two {
+                        _mm_storeh_pd(o(i + 1, 0).add(8 * b) as *mut f64, _mm_castsi128_pd(l0));
+                        _mm_storeh_pd(o(i + 1, 1).add(8 * b) as *mut f64, _mm_castsi128_pd(l1));
+                    }
                 }
             }
+            i += 2;
         }
     }
 }
