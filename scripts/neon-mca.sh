@@ -5,7 +5,8 @@
 # finish apart, in cycles per 16 output pixels of 1920x1080 -> 640x640 letterbox (content 640x360:
 # luma 3x, NV12 chroma 1.5x); and PIL's passes (`bilinear-antialias`) per 16 outputs of one
 # member: horizontal, NEON's 2^-22 blocks against its whole weights tap by tap; vertical, over the
-# f32 ring (i32 sums) against over the byte ring (u16 sums of whole weights).
+# f32 ring (i32 sums) against over the byte ring (u16 sums of whole weights); YUY2's row packing
+# per 64 bytes of a row, a pass per group against one pass split for both.
 #
 # How: the crate's aarch64 assembly (one codegen unit, v0 symbol names so each NEON kernel variant
 # is its own demangled symbol); a loop is a backward branch, the innermost ones are kept. NEON
@@ -221,6 +222,12 @@ CASES = [
      [('nest:2:neon::multitap_blocks::<1, true, 2, 1, false>', 64, (), ())]),
     ('PIL horizontal', 'NV12 UV 1.5x (two members)', 'NEON whole taps, into bytes',
      [('neon::whole::tap_blocks::<3, 4>', 16, (), ())]),
+    ('PIL horizontal', 'YUY2 U or V 1.5x, halved (a run each)', 'NEON whole taps, into bytes',
+     [('neon::whole::tap_blocks::<3, 2>', 16, (), ())]),
+    ('packing', 'YUY2 row, per 64 bytes (both groups)', 'NEON ld2 a group',
+     [('neon::pack::pack_bytes', 64, ['ld2'], ())]),
+    ('packing', 'YUY2 row, per 64 bytes (both groups)', 'NEON ld4 once, chroma halved',
+     [('neon::pack::pack_bytes_split', 64, ['ld4', 'st2'], ())]),
     ('PIL vertical', 'NV12 Y 3x (five rows)', 'NEON over the f32 ring',
      [('nest:5:convert::driver::rows', 64, [r'^mla\s', 'cvtf'], ['fmul', 'ushll'])]),
     ('PIL vertical', 'NV12 Y 3x (five rows)', 'NEON over the byte ring',

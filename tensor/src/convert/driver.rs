@@ -31,9 +31,9 @@ use taps::{
     avx2_pil8, avx2_pil8_plan, halved_half, pack_rows, rows_first_avx2, rows_first_avx512, split_packs,
     split_rows, Across, RowsFirst,
 };
-use taps::{multitap_horizontal, multitap_vertical};
 #[cfg(target_arch = "aarch64")]
-use taps::{neon_pil8, neon_pil8_plan, rows_first_w8};
+use taps::{halved_half, neon_pil8, neon_pil8_plan, rows_first_w8, split_packs, NeonRows};
+use taps::{multitap_horizontal, multitap_vertical};
 
 /// The widest level this CPU has.
 #[cfg(target_arch = "x86_64")]
@@ -303,16 +303,22 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             let plans = |g: usize| avx2_pil8_plan(m, &c.comps, g, slot > 0);
             let takes = (0..m.groups.len()).filter(|&g| plans(g).is_some()).fold(0u32, |t, g| t | 1 << g);
             let split = split_packs(m, &c.comps, plans, slot);
-            (takes, split, if split { halved_half(m, plans) } else { None })
+            (takes, split, if split { halved_half(m, plans, |h| h.b8.is_some()) } else { None })
         });
-    // NEON's byte ring: the groups it takes, the same way.
+    // NEON's byte ring, the same way.
     #[cfg(target_arch = "aarch64")]
     let neon_ring =
         c.multi.as_ref().filter(|m| c.neon() && m.round_between && !s.ring.btags[0].is_empty()).map(|m| {
             let slot = s.ring.packed_rows.len() / multitap::ROWS_AT_ONCE;
-            (0..m.groups.len())
-                .filter(|&g| neon_pil8_plan(m, &c.comps, g, slot).is_some())
-                .fold(0u32, |t, g| t | 1 << g)
+            let plans = |g: usize| {
+                neon_pil8_plan(m, &c.comps, g, slot).map(|(_, rows)| match rows {
+                    NeonRows::Packed(p) => ((), (), Some(p)),
+                    _ => ((), (), None),
+                })
+            };
+            let takes = (0..m.groups.len()).filter(|&g| plans(g).is_some()).fold(0u32, |t, g| t | 1 << g);
+            let split = split_packs(m, &c.comps, plans, slot);
+            (takes, split, if split { halved_half(m, plans, |h| h.whole_taps.is_some()) } else { None })
         });
     for y in rows.start.max(content.start)..rows.end.min(content.end) {
         let cy = y - rect.y;
@@ -422,11 +428,13 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             // PIL's filters at NEON: the byte ring for the groups with tap-by-tap blocks
             // (`neon_pil8_plan`, `neon_ring` above); the others through the f32 ring below.
             #[cfg(target_arch = "aarch64")]
-            if let Some(taken) = neon_ring {
+            if let Some((taken, split, halve)) = neon_ring {
                 let takes = |g: usize| taken & (1 << g) != 0;
+                let mut packed_at = [std::ptr::null::<u8>(); multitap::ROWS_AT_ONCE];
                 let horiz =
                     |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize, packed: &mut [u8]| {
-                        neon_pil8(m, &c.comps, g, rows, out, ahead, packed)
+                        let split = split.then_some((&mut packed_at, halve));
+                        neon_pil8(m, &c.comps, g, rows, out, ahead, packed, split)
                     };
                 let vert =
                     |rows: &[*const u8],

@@ -15,7 +15,7 @@ use super::super::neon;
 use super::super::plan::Comp;
 use super::super::plan::MultiTap;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-use super::super::plan::{Blocks, Compact, TapGroup};
+use super::super::plan::{Blocks, Compact, Halved, TapGroup};
 #[cfg(target_arch = "x86_64")]
 use super::super::plan::{EvenBox, Pixels, Whole8};
 #[cfg(target_arch = "aarch64")]
@@ -89,7 +89,7 @@ pub(super) fn pack_rows<'p>(
 /// Whether PIL's groups that `plans` takes are all packed, from byte 0 or 1 of the same plane's
 /// rows (YUY2's and UYVY's luma and chroma), each packed row fitting half a slot of `slot` bytes:
 /// then each row is packed once for both (`split_rows`).
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) fn split_packs<'p, T, U>(
     m: &MultiTap,
     comps: &[Comp],
@@ -104,20 +104,25 @@ pub(super) fn split_packs<'p, T, U>(
 }
 
 /// With each row split once for both groups (`split_packs`), the half stored as two runs
-/// (`plan::Halved`, `avx2::pack_bytes_split_halved`): that of the group that `plans` takes packed
-/// and that has the halved blocks (YUY2's and UYVY's chroma), if any.
-#[cfg(target_arch = "x86_64")]
+/// (`plan::Halved`; `avx2::pack_bytes_split_halved`, `neon::pack_bytes_split`): that of the
+/// group that `plans` takes packed and whose halved plan has the level's blocks (`runs`: YUY2's
+/// and UYVY's chroma), if any.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) fn halved_half<'p, T, U>(
     m: &MultiTap,
     plans: impl Fn(usize) -> Option<(T, U, Option<&'p Compact>)>,
+    runs: impl Fn(&Halved) -> bool,
 ) -> Option<usize> {
-    (0..m.groups.len()).filter_map(|g| plans(g)?.2).find(|c| c.halved.is_some()).map(|c| c.from)
+    (0..m.groups.len())
+        .filter_map(|g| plans(g)?.2)
+        .find(|c| c.halved.as_deref().is_some_and(&runs))
+        .map(|c| c.from)
 }
 
 /// `pack_rows` for groups packed from byte 0 and 1 of the same rows (`split_packs`): a row not
 /// packed yet (`packed_at[i]`, its slot's row, reset per output row) is packed into both halves
 /// of slot `i` by `pack(row, even, odd)`; the group reads its half.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
 pub(super) fn split_rows<'p>(
     rows: &[&[u8]],
@@ -286,8 +291,11 @@ pub(super) fn neon_pil8_plan<'m>(
 
 /// PIL's horizontal pass at NEON into the byte ring (`multitap::pil8_row`) for the groups
 /// `neon_pil8_plan` takes, over the rows it names, packed or split into `packed`
-/// (`multitap::ROWS_AT_ONCE` rows of scratch). Returns the outputs each member has.
+/// (`multitap::ROWS_AT_ONCE` rows of scratch); YUY2's rows split once for both groups where
+/// `split` holds the slots' rows (`split_rows`), the half `split.1` halved, which its group reads
+/// by its `plan::Halved` blocks. Returns the outputs each member has.
 #[cfg(target_arch = "aarch64")]
+#[allow(clippy::too_many_arguments)]
 pub(super) fn neon_pil8(
     m: &MultiTap,
     comps: &[Comp],
@@ -296,6 +304,7 @@ pub(super) fn neon_pil8(
     out: &[[*mut u8; 4]],
     ahead: usize,
     packed: &mut [u8],
+    split: Option<(&mut [*const u8; multitap::ROWS_AT_ONCE], Option<usize>)>,
 ) -> usize {
     const ROWS: usize = multitap::ROWS_AT_ONCE;
     let stride = packed.len() / ROWS;
@@ -311,12 +320,24 @@ pub(super) fn neon_pil8(
             });
         }
         NeonRows::Packed(p) => {
-            for (i, row) in rows.iter().enumerate() {
-                neon::pack_bytes(row, p.from, &mut packed[i * stride..][..p.len], ahead);
-            }
-            let packed: &[u8] = packed;
-            let src: [&[u8]; ROWS] =
-                std::array::from_fn(|i| if i < n { &packed[i * stride..][..p.len] } else { &[] });
+            let halve = split.as_ref().and_then(|s| s.1);
+            let src = match split {
+                Some((at, halve)) => split_rows(rows, p, packed, at, |row, even, odd| {
+                    neon::pack_bytes_split(row, even, odd, halve, ahead)
+                }),
+                None => {
+                    for (i, row) in rows.iter().enumerate() {
+                        neon::pack_bytes(row, p.from, &mut packed[i * stride..][..p.len], ahead);
+                    }
+                    let packed: &[u8] = packed;
+                    std::array::from_fn(|i| if i < n { &packed[i * stride..][..p.len] } else { &[] })
+                }
+            };
+            let plan = match p.halved.as_deref().filter(|_| halve == Some(p.from)) {
+                // (`halved_half` names only a half whose group has the halved blocks.)
+                Some(h) => h.whole_taps.as_ref().expect("the halved blocks"),
+                None => plan,
+            };
             // The packed rows are the scratch's: the frame's lines were asked for above.
             unsafe { neon::whole_taps(&src[..n], plan, out, 0) };
         }
@@ -399,7 +420,8 @@ pub(super) fn avx2_pil8(
             }
         };
         let (plan, whole) = match p.halved.as_deref().filter(|_| halve == Some(p.from)) {
-            Some(h) => (&h.b8, h.whole8.as_ref()),
+            // (`halved_half` names only a half whose group has the halved blocks.)
+            Some(h) => (h.b8.as_ref().expect("the halved blocks"), h.whole8.as_ref()),
             None => (plan, p.whole8.as_ref().filter(|w| w.reach <= p.len)),
         };
         // The packed rows are the scratch's: the frame's lines were asked for above.

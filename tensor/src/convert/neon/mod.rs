@@ -34,7 +34,7 @@ use std::arch::aarch64::*;
 mod pack;
 mod vertical;
 mod whole;
-pub(super) use pack::{pack_bytes, pack_planar};
+pub(super) use pack::{pack_bytes, pack_bytes_split, pack_planar};
 pub(super) use vertical::vertical_bytes;
 pub(super) use whole::whole_taps;
 

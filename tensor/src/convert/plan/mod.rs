@@ -23,6 +23,8 @@ pub(super) use even::EVEN_BLOCK;
 pub(super) use pixels::Pixels;
 #[cfg(any(test, target_arch = "x86_64"))]
 pub(super) use pixels::TAIL_COPY;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub(super) use taps::Halved;
 #[cfg(target_arch = "aarch64")]
 pub(super) use taps::Planar;
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_imports))]

@@ -121,21 +121,29 @@ pub(in crate::convert) struct Compact {
     /// NEON's tap-by-tap blocks over the packed row (`plan::WholeTaps`).
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
     pub(in crate::convert) whole_taps: Option<super::WholeTaps>,
-    /// Two members (YUY2's and UYVY's U and V): AVX2's byte blocks over the packed row halved.
+    /// Two members (YUY2's and UYVY's U and V): the byte blocks over the packed row halved.
     pub(in crate::convert) halved: Option<Box<Halved>>,
 }
 
 /// A two-member packed row split again into a run of each member's samples
-/// (`avx2::pack_bytes_split_halved`): the first member's `len.div_ceil(2)` samples, then the
-/// second's, each member's taps one byte apart. A lane's eight outputs of YUY2's chroma at 1.5×
-/// then span one 16-byte piece where the interleaved row takes two (a `pshufb` and an `or` less
-/// a tap pair, and half the loads): 1080p YUY2 `bilinear-antialias` at AVX2 (engine, Zen 2)
-/// 0.97 → 0.93 ms hot, medians 1.13 → 1.10 ms over 8 rotating frames.
+/// (`avx2::pack_bytes_split_halved`, `neon::pack_bytes_split`): the first member's
+/// `len.div_ceil(2)` samples, then the second's, each member's taps one byte apart. A lane's
+/// eight outputs of YUY2's chroma at 1.5× then span one 16-byte piece where the interleaved row
+/// takes two (at AVX2 a `pshufb` and an `or` less a tap pair, and half the loads): 1080p YUY2
+/// `bilinear-antialias` at AVX2 (engine, Zen 2) 0.97 → 0.93 ms hot, medians 1.13 → 1.10 ms over
+/// 8 rotating frames. NEON's sixteen outputs of one member read two registers where they read
+/// four (llvm-mca, docs/benchmarks.md).
 #[derive(Debug, Clone)]
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
 pub(in crate::convert) struct Halved {
-    pub(in crate::convert) b8: Blocks,
+    /// AVX2's: the 2^-22 blocks (`None`: the level has none here) and the whole-weight ones.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(in crate::convert) b8: Option<Blocks>,
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) whole8: Option<super::Whole8>,
+    /// NEON's tap-by-tap blocks.
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(in crate::convert) whole_taps: Option<super::WholeTaps>,
 }
 
 impl Compact {
@@ -280,15 +288,19 @@ pub(in crate::convert) fn tap_groups(
                     true => super::WholeTaps::new(&lead, &dense, members.len(), t, packed),
                     false => None,
                 };
-                let halved = match pil && x86 && members.len() == 2 {
+                let halved = match pil && members.len() == 2 {
                     true => {
                         // Member 0's samples are the packed row's even ones.
                         let half: Vec<u32> = lead.iter().map(|&b| b / 2).collect();
                         let at = [0, packed.div_ceil(2)];
-                        Blocks::new(&half, &at, 1, t, packed, 2, pil, false).map(|b8| {
-                            let whole8 = super::Whole8::new(&half, &at, 1, t, packed, Some(&b8));
-                            Box::new(Halved { b8, whole8 })
-                        })
+                        let b8 =
+                            if x86 { Blocks::new(&half, &at, 1, t, packed, 2, pil, false) } else { None };
+                        let whole8 =
+                            b8.as_ref().and_then(|b| super::Whole8::new(&half, &at, 1, t, packed, Some(b)));
+                        let whole_taps =
+                            if neon { super::WholeTaps::new(&half, &at, 1, t, packed) } else { None };
+                        (b8.is_some() || whole_taps.is_some())
+                            .then(|| Box::new(Halved { b8, whole8, whole_taps }))
                     }
                     false => None,
                 };

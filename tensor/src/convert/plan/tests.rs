@@ -518,13 +518,17 @@ fn packed_groups_read_the_same_samples() {
                     let halved = (interp == I::BilinearAntialias && g.members.len() == 2).then(|| {
                         let h = c.halved.as_ref().unwrap_or_else(|| panic!("{format:?} {w}->{n}: halved"));
                         let w8 = h.whole8.as_ref().unwrap_or_else(|| panic!("{format:?} {w}->{n}: whole8"));
-                        assert!(
-                            h.b8.reach <= c.len && h.b8.done == n && h.b8.pieces == 1,
-                            "{format:?} {w}->{n}"
-                        );
+                        let b8 = h.b8.as_ref().unwrap_or_else(|| panic!("{format:?} {w}->{n}: b8"));
+                        assert!(b8.reach <= c.len && b8.done == n && b8.pieces == 1, "{format:?} {w}->{n}");
                         let pieces = c.whole8.as_ref().map(|w| w.pieces);
                         assert!(w8.pieces == 1 && pieces == Some(2), "{format:?} {w}->{n}: {pieces:?}");
                         assert!(w8.whole.iter().all(|&b| b) && w8.reach <= c.len, "{format:?} {w}->{n}");
+                        // NEON's sixteen outputs of one member: two registers where the
+                        // interleaved row takes three or four.
+                        let wt = h.whole_taps.as_ref().unwrap_or_else(|| panic!("{format:?} {w}->{n}: taps"));
+                        let pieces = c.whole_taps.as_ref().map_or(0, |w| w.pieces);
+                        assert!(wt.pieces == 2 && pieces >= 3, "{format:?} {w}->{n}: {pieces}");
+                        assert!(wt.reach <= c.len && wt.done == n, "{format:?} {w}->{n}: {}", wt.done);
                         let runs: Vec<u8> = packed
                             .iter()
                             .step_by(2)

@@ -351,7 +351,8 @@ fn avx2_whole_blocks_give_pils_bytes() {
 /// NEON's tap-by-tap whole blocks (`WholeTaps`), their arithmetic run in scalar as the kernel's
 /// lanes do it (`tbl` bytes, `umlal` into u16 from `D`, a multiply-high and a per-lane shift, a
 /// tie with a negative remainder sum one less) give PIL's byte for every output of every block
-/// (every one): planes of one member and NV12's two, YUY2's rows packed to every other byte,
+/// (every one): planes of one member and NV12's two, YUY2's rows packed to every other byte
+/// (and its U and V halved into a run each, `Halved`),
 /// RGBA's split into channel rows, at 3×, 2.5×, 1.5×, 1.25× (tied) and odd ratios, random rows.
 /// Between a row's ends the blocks share a few tables (at 3× and 1.5× one run of blocks each,
 /// and the ends'), the runs cover each block once, and no sum passes 16 bits.
@@ -362,7 +363,7 @@ fn neon_tap_blocks_give_pils_bytes() {
     let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
     let (mut checked, mut plans, mut tied) = (0, 0, 0);
     let filter = Filter::of(I::BilinearAntialias, true).unwrap();
-    let (mut packed_plans, mut planar_plans) = (0, 0);
+    let (mut packed_plans, mut planar_plans, mut halved_plans) = (0, 0, 0);
     for format in
         [PixelFormat::Gray8, PixelFormat::Nv12, PixelFormat::I420, PixelFormat::Yuy2, PixelFormat::Rgba]
     {
@@ -392,87 +393,101 @@ fn neon_tap_blocks_give_pils_bytes() {
                     (.., Some(wt)) => (wt, None, false),
                     _ => continue,
                 };
-                plans += 1;
-                packed_plans += from.is_some() as usize;
-                planar_plans += planar as usize;
-                assert_eq!(wt.done, t.d.len() / TBL_BLOCK * TBL_BLOCK);
-                // The runs cover every block once, each with its blocks' table.
-                let mut covered = vec![false; wt.blocks.len()];
-                for &[from, to, table] in &wt.runs {
-                    for b in from as usize..to as usize {
-                        assert!(!covered[b] && wt.blocks[b].table == table);
-                        covered[b] = true;
+                // And a packed pair's plan over its row halved (`Halved`: U's run, then V's).
+                let halved = g.compact.as_ref().and_then(|c| c.halved.as_ref()?.whole_taps.as_ref());
+                for (wt, halve) in std::iter::once((wt, false)).chain(halved.map(|h| (h, true))) {
+                    halved_plans += halve as usize;
+                    plans += 1;
+                    packed_plans += from.is_some() as usize;
+                    planar_plans += planar as usize;
+                    assert_eq!(wt.done, t.d.len() / TBL_BLOCK * TBL_BLOCK);
+                    // The runs cover every block once, each with its blocks' table.
+                    let mut covered = vec![false; wt.blocks.len()];
+                    for &[from, to, table] in &wt.runs {
+                        for b in from as usize..to as usize {
+                            assert!(!covered[b] && wt.blocks[b].table == table);
+                            covered[b] = true;
+                        }
                     }
-                }
-                assert!(covered.iter().all(|&c| c));
-                if w == 3 * n || 2 * w == 3 * n {
-                    assert!(wt.tables.len() <= 8, "{format:?} {w}->{n}: {} tables", wt.tables.len());
-                    let members = g.members.len();
-                    assert!(wt.runs.len() <= 3 * members, "{format:?} {w}->{n}: {} runs", wt.runs.len());
-                }
-                for round in 0..3 {
-                    let row: Vec<u8> = (0..row_len[lead.plane])
-                        .map(|i| if round == 2 { 255 * (i % 2) as u8 } else { next() as u8 })
-                        .collect();
-                    // Per block and member, the row its window is in.
-                    let channel = |k: usize| -> Vec<u8> {
-                        row.iter().skip(comps[k].offset).step_by(4).copied().collect()
-                    };
-                    let packed: Vec<u8> = row
-                        .iter()
-                        .skip(from.unwrap_or(0))
-                        .step_by(1 + from.is_some() as usize)
-                        .copied()
-                        .collect();
-                    let made: Vec<(usize, usize)> = wt
-                        .blocks
-                        .iter()
-                        .enumerate()
-                        .flat_map(|(i, b)| {
-                            let members: Vec<usize> = match planar {
-                                true => g.members.iter().copied().filter(|&k| plan.blended[k]).collect(),
-                                false => vec![g.members[b.member as usize]],
-                            };
-                            members.into_iter().map(move |k| (i, k))
-                        })
-                        .collect();
-                    for (i, k) in made {
-                        let b = &wt.blocks[i];
-                        let source = if planar { channel(k) } else { packed.clone() };
-                        assert!(wt.reach <= source.len());
-                        let tb = &wt.tables[b.table as usize];
-                        let win = &source[b.base as usize..][..16 * wt.pieces];
-                        for o in 0..TBL_BLOCK {
-                            let byte = |j: usize| win.get(tb.idx[j][o] as usize).map_or(0, |&v| v as u32);
-                            let mut s = tb.d[o] as u32;
-                            for j in 0..wt.taps {
-                                s += tb.k[j][o] as u32 * byte(j);
-                            }
-                            assert!(s < 1 << 16, "the u16 lanes never wrap");
-                            let mut q = ((s * tb.mul[o] as u32) >> 16) >> -tb.shift[o];
-                            if !tb.n.is_empty() {
-                                let e: i32 = (0..wt.taps).map(|j| tb.n[j][o] as i32 * byte(j) as i32).sum();
-                                assert!(e.abs() <= i16::MAX as i32);
-                                if q * 2 * tb.d[o] as u32 == s {
-                                    tied += 1;
-                                    if e < 0 {
-                                        q -= 1;
+                    assert!(covered.iter().all(|&c| c));
+                    if w == 3 * n || 2 * w == 3 * n {
+                        assert!(wt.tables.len() <= 8, "{format:?} {w}->{n}: {} tables", wt.tables.len());
+                        let members = g.members.len();
+                        assert!(wt.runs.len() <= 3 * members, "{format:?} {w}->{n}: {} runs", wt.runs.len());
+                    }
+                    for round in 0..3 {
+                        let row: Vec<u8> = (0..row_len[lead.plane])
+                            .map(|i| if round == 2 { 255 * (i % 2) as u8 } else { next() as u8 })
+                            .collect();
+                        // Per block and member, the row its window is in.
+                        let channel = |k: usize| -> Vec<u8> {
+                            row.iter().skip(comps[k].offset).step_by(4).copied().collect()
+                        };
+                        let mut packed: Vec<u8> = row
+                            .iter()
+                            .skip(from.unwrap_or(0))
+                            .step_by(1 + from.is_some() as usize)
+                            .copied()
+                            .collect();
+                        if halve {
+                            packed = packed
+                                .iter()
+                                .step_by(2)
+                                .chain(packed.iter().skip(1).step_by(2))
+                                .copied()
+                                .collect();
+                        }
+                        let made: Vec<(usize, usize)> = wt
+                            .blocks
+                            .iter()
+                            .enumerate()
+                            .flat_map(|(i, b)| {
+                                let members: Vec<usize> = match planar {
+                                    true => g.members.iter().copied().filter(|&k| plan.blended[k]).collect(),
+                                    false => vec![g.members[b.member as usize]],
+                                };
+                                members.into_iter().map(move |k| (i, k))
+                            })
+                            .collect();
+                        for (i, k) in made {
+                            let b = &wt.blocks[i];
+                            let source = if planar { channel(k) } else { packed.clone() };
+                            assert!(wt.reach <= source.len());
+                            let tb = &wt.tables[b.table as usize];
+                            let win = &source[b.base as usize..][..16 * wt.pieces];
+                            for o in 0..TBL_BLOCK {
+                                let byte = |j: usize| win.get(tb.idx[j][o] as usize).map_or(0, |&v| v as u32);
+                                let mut s = tb.d[o] as u32;
+                                for j in 0..wt.taps {
+                                    s += tb.k[j][o] as u32 * byte(j);
+                                }
+                                assert!(s < 1 << 16, "the u16 lanes never wrap");
+                                let mut q = ((s * tb.mul[o] as u32) >> 16) >> -tb.shift[o];
+                                if !tb.n.is_empty() {
+                                    let e: i32 =
+                                        (0..wt.taps).map(|j| tb.n[j][o] as i32 * byte(j) as i32).sum();
+                                    assert!(e.abs() <= i16::MAX as i32);
+                                    if q * 2 * tb.d[o] as u32 == s {
+                                        tied += 1;
+                                        if e < 0 {
+                                            q -= 1;
+                                        }
                                     }
                                 }
+                                let x = b.x as usize + o;
+                                let pil: i64 = (0..t.taps)
+                                    .map(|j| {
+                                        t.wi[x * t.taps + j] as i64
+                                            * row[plan.base[k][x] as usize + lead.step * j] as i64
+                                    })
+                                    .sum::<i64>();
+                                let pil = ((pil + (1 << 21)) >> 22).clamp(0, 255);
+                                assert_eq!(
+                                    q as i64, pil,
+                                    "{format:?} {w}->{n} round {round} block {b:?} output {x}"
+                                );
+                                checked += 1;
                             }
-                            let x = b.x as usize + o;
-                            let pil: i64 = (0..t.taps)
-                                .map(|j| {
-                                    t.wi[x * t.taps + j] as i64
-                                        * row[plan.base[k][x] as usize + lead.step * j] as i64
-                                })
-                                .sum::<i64>();
-                            let pil = ((pil + (1 << 21)) >> 22).clamp(0, 255);
-                            assert_eq!(
-                                q as i64, pil,
-                                "{format:?} {w}->{n} round {round} block {b:?} output {x}"
-                            );
-                            checked += 1;
                         }
                     }
                 }
@@ -480,7 +495,13 @@ fn neon_tap_blocks_give_pils_bytes() {
         }
     }
     assert!(
-        checked > 50_000 && plans >= 10 && tied > 100 && packed_plans >= 6 && planar_plans >= 3,
-        "{checked} outputs, {plans} plans ({packed_plans} packed, {planar_plans} planar), {tied} ties"
+        checked > 50_000
+            && plans >= 10
+            && tied > 100
+            && packed_plans >= 6
+            && planar_plans >= 3
+            && halved_plans >= 4,
+        "{checked} outputs, {plans} plans ({packed_plans} packed, {planar_plans} planar, {halved_plans} \
+         halved), {tied} ties"
     );
 }
