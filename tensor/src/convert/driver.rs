@@ -26,14 +26,15 @@ use super::{Converter, Scratch, Simd, SrcImage};
 use std::ops::Range;
 
 mod taps;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use taps::RingPlan;
 #[cfg(target_arch = "x86_64")]
 use taps::{
-    avx2_pil8, avx2_pil8_plan, halved_half, pack_rows, rows_first_avx2, rows_first_avx512, split_packs,
-    split_rows, Across, RowsFirst,
+    avx2_pil8, pack_rows, rows_first_avx2, rows_first_avx512, split_packs, split_rows, Across, RowsFirst,
 };
-#[cfg(target_arch = "aarch64")]
-use taps::{halved_half, neon_pil8, neon_pil8_plan, rows_first_w8, split_packs, NeonRows};
 use taps::{multitap_horizontal, multitap_vertical};
+#[cfg(target_arch = "aarch64")]
+use taps::{neon_pil8, rows_first_w8};
 
 /// The widest level this CPU has.
 #[cfg(target_arch = "x86_64")]
@@ -290,36 +291,20 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
     pad(c, dst, rows.start, rows.start.max(content.start).min(rows.end) - rows.start, 0, c.dst.width);
     let below = content.end.max(rows.start).min(rows.end);
     pad(c, dst, below, rows.end - below, 0, c.dst.width);
-    // AVX2's byte ring (PIL's filters): the groups it takes (bit `g`), whether YUY2's rows are
-    // split once for both groups and which half is halved are the converter's, worked out once a
-    // band (per output row they were 2 % of a 1080p YUY2 `bilinear-antialias` frame).
+    // PIL's byte ring at AVX2 and NEON: the groups it takes and how YUY2's rows are packed.
+    let slot = s.ring.packed_rows.len() / multitap::ROWS_AT_ONCE;
     #[cfg(target_arch = "x86_64")]
     let avx2_ring = c
         .multi
         .as_ref()
         .filter(|m| !c.avx512() && c.avx2() && m.round_between && !s.ring.btags[0].is_empty())
-        .map(|m| {
-            let slot = s.ring.packed_rows.len() / multitap::ROWS_AT_ONCE;
-            let plans = |g: usize| avx2_pil8_plan(m, &c.comps, g, slot > 0);
-            let takes = (0..m.groups.len()).filter(|&g| plans(g).is_some()).fold(0u32, |t, g| t | 1 << g);
-            let split = split_packs(m, &c.comps, plans, slot);
-            (takes, split, if split { halved_half(m, plans, |h| h.b8.is_some()) } else { None })
-        });
-    // NEON's byte ring, the same way.
+        .map(|m| RingPlan::avx2(m, &c.comps, slot));
     #[cfg(target_arch = "aarch64")]
-    let neon_ring =
-        c.multi.as_ref().filter(|m| c.neon() && m.round_between && !s.ring.btags[0].is_empty()).map(|m| {
-            let slot = s.ring.packed_rows.len() / multitap::ROWS_AT_ONCE;
-            let plans = |g: usize| {
-                neon_pil8_plan(m, &c.comps, g, slot).map(|(_, rows)| match rows {
-                    NeonRows::Packed(p) => ((), (), Some(p)),
-                    _ => ((), (), None),
-                })
-            };
-            let takes = (0..m.groups.len()).filter(|&g| plans(g).is_some()).fold(0u32, |t, g| t | 1 << g);
-            let split = split_packs(m, &c.comps, plans, slot);
-            (takes, split, if split { halved_half(m, plans, |h| h.whole_taps.is_some()) } else { None })
-        });
+    let neon_ring = c
+        .multi
+        .as_ref()
+        .filter(|m| c.neon() && m.round_between && !s.ring.btags[0].is_empty())
+        .map(|m| RingPlan::neon(m, &c.comps, slot));
     for y in rows.start.max(content.start)..rows.end.min(content.end) {
         let cy = y - rect.y;
         // Bilinear and nearest: the planes the kernels read straight from the frame, which ask
@@ -408,7 +393,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             // (`avx2_pil8_plan`, `avx2_ring` above). Over the f32 ring, 1080p NV12 `bilinear-antialias`'s vertical
             // pass read four bytes a sample from L2 (a quarter of the frame, Zen 2).
             #[cfg(target_arch = "x86_64")]
-            if let Some((taken, split, halve)) = avx2_ring {
+            if let Some(RingPlan { takes: taken, split, halve }) = avx2_ring {
                 let takes = |g: usize| taken & (1 << g) != 0;
                 // YUY2 and UYVY: each row packed once into both halves of its slot (`split_rows`).
                 let mut packed_at = [std::ptr::null::<u8>(); multitap::ROWS_AT_ONCE];
@@ -428,7 +413,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             // PIL's filters at NEON: the byte ring for the groups with tap-by-tap blocks
             // (`neon_pil8_plan`, `neon_ring` above); the others through the f32 ring below.
             #[cfg(target_arch = "aarch64")]
-            if let Some((taken, split, halve)) = neon_ring {
+            if let Some(RingPlan { takes: taken, split, halve }) = neon_ring {
                 let takes = |g: usize| taken & (1 << g) != 0;
                 let mut packed_at = [std::ptr::null::<u8>(); multitap::ROWS_AT_ONCE];
                 let horiz =

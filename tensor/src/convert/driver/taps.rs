@@ -103,12 +103,60 @@ pub(super) fn split_packs<'p, T, U>(
         && Compact::split_pair(taken.map(|(_, c)| c), slot / 2)
 }
 
+/// PIL's byte ring at a level for a band: the groups it takes (bit `g`), whether YUY2's and
+/// UYVY's rows are split once for both groups (`split_packs`), and the half halved
+/// (`halved_half`). They are the converter's, worked out once a band: per output row they were
+/// 2 % of a 1080p YUY2 `bilinear-antialias` frame at AVX2.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[derive(Clone, Copy)]
+pub(super) struct RingPlan {
+    pub(super) takes: u32,
+    pub(super) split: bool,
+    pub(super) halve: Option<usize>,
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+impl RingPlan {
+    /// Over the groups `plans` takes (with the packed form each reads), halving where `runs`
+    /// has the level's blocks; `slot`: the scratch bytes a packed row may take.
+    fn of<'p, T, U>(
+        m: &MultiTap,
+        comps: &[Comp],
+        plans: impl Fn(usize) -> Option<(T, U, Option<&'p Compact>)> + Copy,
+        slot: usize,
+        runs: impl Fn(&Halved) -> bool,
+    ) -> RingPlan {
+        let takes = (0..m.groups.len()).filter(|&g| plans(g).is_some()).fold(0, |t, g| t | 1 << g);
+        let split = split_packs(m, comps, plans, slot);
+        RingPlan { takes, split, halve: if split { halved_half(m, plans, runs) } else { None } }
+    }
+
+    /// AVX2's (`avx2_pil8_plan`).
+    #[cfg(target_arch = "x86_64")]
+    pub(super) fn avx2(m: &MultiTap, comps: &[Comp], slot: usize) -> RingPlan {
+        let plans = |g: usize| avx2_pil8_plan(m, comps, g, slot > 0);
+        RingPlan::of(m, comps, plans, slot, |h| h.b8.is_some())
+    }
+
+    /// NEON's (`neon_pil8_plan`).
+    #[cfg(target_arch = "aarch64")]
+    pub(super) fn neon(m: &MultiTap, comps: &[Comp], slot: usize) -> RingPlan {
+        let plans = |g: usize| {
+            neon_pil8_plan(m, comps, g, slot).map(|(_, rows)| match rows {
+                NeonRows::Packed(p) => ((), (), Some(p)),
+                _ => ((), (), None),
+            })
+        };
+        RingPlan::of(m, comps, plans, slot, |h| h.whole_taps.is_some())
+    }
+}
+
 /// With each row split once for both groups (`split_packs`), the half stored as two runs
 /// (`plan::Halved`; `avx2::pack_bytes_split_halved`, `neon::pack_bytes_split`): that of the
 /// group that `plans` takes packed and whose halved plan has the level's blocks (`runs`: YUY2's
 /// and UYVY's chroma), if any.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub(super) fn halved_half<'p, T, U>(
+fn halved_half<'p, T, U>(
     m: &MultiTap,
     plans: impl Fn(usize) -> Option<(T, U, Option<&'p Compact>)>,
     runs: impl Fn(&Halved) -> bool,
