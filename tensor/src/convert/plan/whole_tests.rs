@@ -12,6 +12,13 @@ fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
     }
 }
 
+/// PIL's byte for output `x` of taps `t` over `row` (`⌊(Σ wi · b + 2^21) / 2^22⌋`, clamped), the
+/// output's first tap at byte `first`, its taps `step` bytes apart: what every block is held to.
+fn pil_byte(t: &Taps, row: &[u8], first: usize, step: usize, x: usize) -> i64 {
+    let sum: i64 = (0..t.taps).map(|j| t.wi[x * t.taps + j] as i64 * row[first + step * j] as i64).sum();
+    ((sum + (1 << 21)) >> 22).clamp(0, 255)
+}
+
 /// PIL's weights taken as whole `k / D` (`weights::pil_whole`) give PIL's byte for any bytes: on
 /// the triangle and PIL's bicubic at 1.5× to 4× and odd ratios, chroma grids shifted by the
 /// sitings, random rows and the extremes, `⌊(2S + D) / 2D⌋` equals PIL's `⌊(Σ wi·b + 2^21) /
@@ -205,13 +212,7 @@ fn whole_blocks_give_pils_bytes() {
                             }
                             let x = x0 + i;
                             let k = g.members[m];
-                            let pil: i64 = (0..t.taps)
-                                .map(|j| {
-                                    t.wi[x * t.taps + j] as i64
-                                        * row[plan.base[k][x] as usize + comps[k].step * j] as i64
-                                })
-                                .sum::<i64>();
-                            let pil = ((pil + (1 << 21)) >> 22).clamp(0, 255);
+                            let pil = pil_byte(t, &row, plan.base[k][x] as usize, comps[k].step, x);
                             assert_eq!(q as i64, pil, "{format:?} {w}->{n} block {b} lane {l} output {x}");
                             checked += 1;
                         }
@@ -326,13 +327,7 @@ fn avx2_whole_blocks_give_pils_bytes() {
                                     assert_eq!(e, 0, "remainders only in the tied blocks");
                                 }
                                 let x = x0 + i;
-                                let pil: i64 = (0..t.taps)
-                                    .map(|j| {
-                                        t.wi[x * t.taps + j] as i64
-                                            * row[bases[m][x] as usize + step * j] as i64
-                                    })
-                                    .sum::<i64>();
-                                let pil = ((pil + (1 << 21)) >> 22).clamp(0, 255);
+                                let pil = pil_byte(t, &row, bases[m][x] as usize, step, x);
                                 assert_eq!(
                                     q as i64, pil,
                                     "{format:?} {w}->{n} round {round} block {b} lane {l} output {x}"
@@ -475,13 +470,7 @@ fn neon_tap_blocks_give_pils_bytes() {
                                     }
                                 }
                                 let x = b.x as usize + o;
-                                let pil: i64 = (0..t.taps)
-                                    .map(|j| {
-                                        t.wi[x * t.taps + j] as i64
-                                            * row[plan.base[k][x] as usize + lead.step * j] as i64
-                                    })
-                                    .sum::<i64>();
-                                let pil = ((pil + (1 << 21)) >> 22).clamp(0, 255);
+                                let pil = pil_byte(t, &row, plan.base[k][x] as usize, lead.step, x);
                                 assert_eq!(
                                     q as i64, pil,
                                     "{format:?} {w}->{n} round {round} block {b:?} output {x}"
