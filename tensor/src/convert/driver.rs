@@ -390,8 +390,9 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 skip |= byte_ring_row(c, m, src, cy, s, takes, horiz, vert);
             }
             // PIL's filters at AVX2: a ring of bytes too, for every group the level's blocks take
-            // (`avx2_pil8_plan`, `avx2_ring` above). Over the f32 ring, 1080p NV12 `bilinear-antialias`'s vertical
-            // pass read four bytes a sample from L2 (a quarter of the frame, Zen 2).
+            // (`avx2_pil8_plan`, `avx2_ring` above). Over the f32 ring, 1080p NV12
+            // `bilinear-antialias`'s vertical pass read four bytes a sample from L2 (a quarter of
+            // the frame, Zen 2).
             #[cfg(target_arch = "x86_64")]
             if let Some(RingPlan { takes: taken, split, halve }) = avx2_ring {
                 let takes = |g: usize| taken & (1 << g) != 0;

@@ -255,7 +255,7 @@ pub(super) fn multitap_horizontal(
 /// `len` bytes; AVX2's and NEON's): slot `i` of `packed` holds row `i`'s channel rows, a quarter
 /// each, by the level's `split(row, quarters)`, a null quarter for a channel no member blends
 /// (an RGBA source's alpha: not written, 1080p RGBA `bilinear-antialias` hot at AVX2, Zen 2,
-/// 1.28 → 1.20 ms; over rotating frames, which wait on the reads, no change); then
+/// 1.26 → 1.18 ms; over rotating frames, which wait on the reads, no change); then
 /// `blocks(rows, out)` for each member the vertical pass blends, as one member over its
 /// channel's rows into its rows of `out`.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
