@@ -8,8 +8,9 @@
 //! shared counter (the task's business), a worker that wakes after the frame is done finds the job
 //! withdrawn and does nothing, and a worker spins briefly before parking so back-to-back frames
 //! find it awake. The caller, done with its chunks while a worker is still in its last one, also
-//! watches before it parks: parked, it paid the wake again (camera rows of the element's benchmark,
-//! AMD EPYC Zen 5, one thread's time over two threads': 1.55–1.74× → 1.64–1.84×).
+//! watches before it parks: parked, it paid the wake again (NV12 and YUY2 camera rows of the
+//! element's benchmark, AMD EPYC Zen 5, one thread's time over two threads': 1.55–1.74× →
+//! 1.64–1.84×).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
