@@ -291,7 +291,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
     pad(c, dst, rows.start, rows.start.max(content.start).min(rows.end) - rows.start, 0, c.dst.width);
     let below = content.end.max(rows.start).min(rows.end);
     pad(c, dst, below, rows.end - below, 0, c.dst.width);
-    // PIL's byte ring at AVX2 and NEON: the groups it takes and how YUY2's rows are packed.
+    // PIL's byte ring: the scratch a packed row may take (every level), and at AVX2 and NEON the
+    // groups it takes and how YUY2's rows are packed.
     let slot = s.ring.packed_rows.len() / multitap::ROWS_AT_ONCE;
     #[cfg(target_arch = "x86_64")]
     let avx2_ring = c
@@ -351,7 +352,6 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 let takes = |g: usize| plans(g).is_some();
                 // Every group packed, from byte 0 or 1 of the same rows (YUY2, UYVY): each row
                 // packed once into both halves of its slot (`split_rows`), whose rows these are.
-                let slot = s.ring.packed_rows.len() / multitap::ROWS_AT_ONCE;
                 let split = split_packs(m, &c.comps, plans, slot);
                 let mut packed_at = [std::ptr::null::<u8>(); multitap::ROWS_AT_ONCE];
                 let horiz =
