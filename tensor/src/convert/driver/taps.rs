@@ -70,7 +70,7 @@ pub(super) fn rows_first_w8(g: &TapGroup) -> Option<(&Blocks, Option<&Compact>)>
 /// Source rows `rows` (up to `multitap::ROWS_AT_ONCE`) packed to every other byte from the
 /// group's first (`plan::Compact`), each by the level's `pack(row, out)`, into `packed` (that
 /// many rows of scratch): the packed rows, empty past `rows`.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
 pub(super) fn pack_rows<'p>(
     rows: &[&[u8]],
@@ -373,13 +373,7 @@ pub(super) fn neon_pil8(
                 Some((at, halve)) => split_rows(rows, p, packed, at, |row, even, odd| {
                     neon::pack_bytes_split(row, even, odd, halve, ahead)
                 }),
-                None => {
-                    for (i, row) in rows.iter().enumerate() {
-                        neon::pack_bytes(row, p.from, &mut packed[i * stride..][..p.len], ahead);
-                    }
-                    let packed: &[u8] = packed;
-                    std::array::from_fn(|i| if i < n { &packed[i * stride..][..p.len] } else { &[] })
-                }
+                None => pack_rows(rows, p, packed, |row, out| neon::pack_bytes(row, p.from, out, ahead)),
             };
             let plan = match p.halved.as_deref().filter(|_| halve == Some(p.from)) {
                 // (`halved_half` names only a half whose group has the halved blocks.)
