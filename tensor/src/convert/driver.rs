@@ -464,6 +464,18 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                         (Across::Even(_), false) => 0,
                     }
                 };
+                // With VNNI, the groups summed as they are in the rows straight from their bytes
+                // (`plan::Quads`); the others, and rows the quads cannot take, as before.
+                let quads = |g| if wide && c.vnni { taps::quads_avx512(g) } else { None };
+                let direct = |rows: &[*const u8], k: &[i16], plan: &_, inv, out, ahead| unsafe {
+                    avx512::box_quads(rows, k, plan, inv, out, ahead)
+                };
+                let (done, made, all) =
+                    multitap::box_quads_row(m, &c.comps, &src.planes, cy, &mut s.comps, quads, direct);
+                skip |= done;
+                s.counts.sampled += made;
+                s.counts.rows_first += all;
+                let plan_of = taps::unless_done(plan_of, &m.groups, done);
                 let buffers = (&mut s.ring.sums[..], &mut s.ring.packed[..]);
                 let (groups, made, all) = multitap::box_row(
                     m,

@@ -285,6 +285,9 @@ pub struct Converter {
     multi: Option<MultiTap>,
     /// The kernels rows run through.
     simd: Simd,
+    /// The AVX-512 level sums an exact box straight from the rows (`plan::Quads`, `set_vnni`).
+    #[cfg(target_arch = "x86_64")]
+    vnni: bool,
     workers: workers::Workers,
     scratch: Vec<Mutex<Scratch>>,
 }
@@ -615,6 +618,8 @@ impl Converter {
             padding: Padding::new(&dst, &fill),
             multi,
             simd: Simd::detect(),
+            #[cfg(target_arch = "x86_64")]
+            vnni: avx512::vnni(),
             workers,
             scratch,
         };
@@ -666,6 +671,14 @@ impl Converter {
 
     pub fn simd(&self) -> Simd {
         self.simd
+    }
+
+    /// Whether the AVX-512 level may sum an exact box (`area` at ratios of small whole numbers)
+    /// with VNNI straight from the frame's rows (by default where the CPU has it), or rows first
+    /// as the other levels do: the same tensor, which the tests check.
+    pub fn set_vnni(&mut self, _on: bool) {
+        #[cfg(target_arch = "x86_64")]
+        (self.vnni = _on && avx512::vnni());
     }
 
     /// Rows run through the AVX2 kernels (and `avx512`: the sixteen-wide ones where there are).

@@ -349,6 +349,71 @@ pub(super) fn box_row<'m, P: Copy>(
     (groups, made, all)
 }
 
+/// Output row `cy` of the groups of an exact box that `quads(g)` takes straight from the frame's
+/// rows (`plan::Quads`): `kernel(rows, k_y, plan, inv, out, ahead)` sums each block's outputs over
+/// the rows (whole blocks; it says how many outputs, `None`: not these rows), asking for the lines
+/// `ahead_rows` through its blocks, and the loop here does the rest from the same bytes. The sums
+/// are the integers of `box_row`, so the values are its to the bit. Returns what `box_row` does.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn box_quads_row<'m>(
+    m: &'m MultiTap,
+    comps: &[Comp],
+    planes: &[(&[u8], usize); 3],
+    cy: usize,
+    out: &mut [Lines<f32>; 4],
+    quads: impl Fn(&'m TapGroup) -> Option<&'m super::plan::Quads>,
+    mut kernel: impl FnMut(&[*const u8], &[i16], &super::plan::Quads, f32, [*mut f32; 4], usize) -> Option<usize>,
+) -> (u32, u64, u64) {
+    let (mut groups, mut made, mut all) = (0, 0, 0);
+    for (gi, g) in m.groups.iter().enumerate() {
+        let Some(plan) = quads(g) else { continue };
+        let lead = comps[g.members[0]];
+        let axis = usize::from(lead.chroma);
+        let (cols, rows) = (&m.cols[axis], &m.rows[axis]);
+        let (kv, kh, n) = (rows.taps, cols.taps, cols.first.len());
+        let (bytes, stride) = planes[lead.plane];
+        let (first, k) = (rows.first[cy] as usize, &rows.k[cy * kv..][..kv]);
+        if (first + kv - 1) * stride + plan.reach > bytes.len() {
+            continue;
+        }
+        let at: [*const u8; MAX_QUAD_ROWS] =
+            std::array::from_fn(|r| bytes.as_ptr().wrapping_add((first + r.min(kv - 1)) * stride));
+        let inv = m.scale[axis] * (1.0 / (super::plan::TAP_STEPS * super::plan::TAP_STEPS)) as f32;
+        let targets: [*mut f32; 4] =
+            std::array::from_fn(|i| g.members.get(i).map_or(std::ptr::null_mut(), |&c| out[c].as_mut_ptr()));
+        let ahead = ahead_bytes(rows, cy, stride, bytes.len());
+        let Some(done) =
+            (kv <= MAX_QUAD_ROWS).then(|| kernel(&at[..kv], k, plan, inv, targets, ahead)).flatten()
+        else {
+            continue;
+        };
+        let done = done.min(n);
+        made += (done * g.members.len()) as u64;
+        for &c in &g.members {
+            let weights = cols.k[done * kh..].chunks_exact(kh);
+            for ((o, &base), w) in out[c][done..n].iter_mut().zip(&m.base[c][done..n]).zip(weights) {
+                let mut acc = 0i32;
+                for (r, &ky) in k.iter().enumerate() {
+                    let row = &bytes[(first + r) * stride..];
+                    for j in 0..kh {
+                        acc +=
+                            i32::from(ky) * i32::from(w[j]) * i32::from(row[base as usize + lead.step * j]);
+                    }
+                }
+                *o = acc as f32 * inv;
+            }
+        }
+        groups |= 1 << gi;
+        all += (n * g.members.len()) as u64;
+    }
+    (groups, made, all)
+}
+
+/// The most rows `box_quads_row` hands its kernel.
+#[cfg(target_arch = "x86_64")]
+const MAX_QUAD_ROWS: usize = 4;
+
 /// Output row `cy` of a multi-tap filter into `out` (one row per component, content width): each
 /// source row the vertical taps read is filtered horizontally once into the component's ring
 /// (straight from the frame's bytes), then the ring's rows are blended. Horizontal first, as PIL

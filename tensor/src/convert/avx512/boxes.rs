@@ -220,13 +220,22 @@ unsafe fn box_blocks_of<const ASK: bool>(
     ahead: Trickle,
 ) -> usize {
     let members = out.iter().take_while(|p| !p.is_null()).count();
+    macro_rules! by_pairs {
+        ($narrow:expr, $m:expr) => {
+            match plan.pairs {
+                1 => box_blocks_m::<$narrow, $m, ASK, 1>(sums, plan, inv, out, ahead),
+                2 => box_blocks_m::<$narrow, $m, ASK, 2>(sums, plan, inv, out, ahead),
+                _ => box_blocks_m::<$narrow, $m, ASK, 0>(sums, plan, inv, out, ahead),
+            }
+        };
+    }
     macro_rules! go {
         ($narrow:expr) => {
             match members {
-                1 => box_blocks_m::<$narrow, 1, ASK>(sums, plan, inv, out, ahead),
-                2 => box_blocks_m::<$narrow, 2, ASK>(sums, plan, inv, out, ahead),
-                3 => box_blocks_m::<$narrow, 3, ASK>(sums, plan, inv, out, ahead),
-                _ => box_blocks_m::<$narrow, 4, ASK>(sums, plan, inv, out, ahead),
+                1 => by_pairs!($narrow, 1),
+                2 => by_pairs!($narrow, 2),
+                3 => by_pairs!($narrow, 3),
+                _ => by_pairs!($narrow, 4),
             }
         };
     }
@@ -237,14 +246,14 @@ unsafe fn box_blocks_of<const ASK: bool>(
 }
 
 #[inline(always)]
-unsafe fn box_blocks_m<const NARROW: bool, const M: usize, const ASK: bool>(
+unsafe fn box_blocks_m<const NARROW: bool, const M: usize, const ASK: bool, const P: usize>(
     sums: &[u16],
     plan: &Blocks,
     inv: f32,
     out: [*mut f32; 4],
     mut ahead: Trickle,
 ) -> usize {
-    let pairs = plan.pairs;
+    let pairs = if P > 0 { P } else { plan.pairs };
     let blocks = plan.targets.len().min(plan.bases.len());
     assert!(plan.c64.len() >= blocks * pairs && plan.hi.len() >= blocks * pairs * 16);
     let (weights, controls) = (plan.hi.as_ptr(), plan.c64.as_ptr());

@@ -15,10 +15,12 @@ use super::plan::{group_dispatch, group_tail, Group, Permute, WEIGHT_UNIT};
 use std::arch::x86_64::*;
 
 mod boxes;
+mod quads;
 mod taps;
 mod vertical;
 use super::hint::prefetch_window;
 pub(super) use boxes::{box_blocks, box_even, box_sums, box_sums_split, pack_words};
+pub(super) use quads::{box_quads, vnni};
 pub(super) use taps::{multitap, multitap_bytes, pack_bytes, pack_bytes_split, whole, whole_bytes};
 pub(super) use vertical::{multitap_vertical, vertical_bytes};
 

@@ -17,7 +17,7 @@ use super::super::plan::MultiTap;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::plan::{Blocks, Compact, Halved, TapGroup};
 #[cfg(target_arch = "x86_64")]
-use super::super::plan::{EvenBox, Pixels, Whole8};
+use super::super::plan::{EvenBox, Pixels, Quads, Whole8};
 #[cfg(target_arch = "aarch64")]
 use super::super::plan::{Planar, WholeTaps};
 use super::super::Converter;
@@ -46,6 +46,25 @@ pub(super) fn rows_first_avx512(g: &TapGroup) -> Option<(Across<'_>, Option<&Com
             Some(e) => Some((Across::Even(e), None)),
             None => g.w16.as_ref().map(|w| (Across::Blocks(w), None)),
         },
+    }
+}
+
+/// AVX-512 with VNNI: the byte quads (`plan::Quads`) of an exact box's group.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn quads_avx512(g: &TapGroup) -> Option<&Quads> {
+    g.q16.as_ref()
+}
+
+/// `plan_of`, but none for the groups of `groups` in `done` (bit `g`).
+#[cfg(target_arch = "x86_64")]
+pub(super) fn unless_done<'m>(
+    plan_of: RowsFirst,
+    groups: &'m [TapGroup],
+    done: u32,
+) -> impl Fn(&'m TapGroup) -> Option<(Across<'m>, Option<&'m Compact>)> {
+    move |g| match groups.iter().position(|o| std::ptr::eq(o, g)) {
+        Some(i) if done & (1 << i) != 0 => None,
+        _ => plan_of(g),
     }
 }
 

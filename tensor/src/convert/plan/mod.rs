@@ -12,6 +12,7 @@ use std::ops::Range;
 
 mod even;
 mod pixels;
+mod quads;
 mod taps;
 mod weights;
 mod whole;
@@ -23,6 +24,7 @@ pub(super) use even::EVEN_BLOCK;
 pub(super) use pixels::Pixels;
 #[cfg(any(test, target_arch = "x86_64"))]
 pub(super) use pixels::TAIL_COPY;
+pub(super) use quads::Quads;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) use taps::Halved;
 #[cfg(target_arch = "aarch64")]

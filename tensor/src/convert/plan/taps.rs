@@ -46,6 +46,9 @@ pub(in crate::convert) struct TapGroup {
     /// (`u16` samples, `Blocks::words`), for the AVX-512 level that sums rows first.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) w16: Option<Blocks>,
+    /// The same straight from the rows' bytes, for the AVX-512 level with VNNI (`plan::Quads`).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(in crate::convert) q16: Option<super::Quads>,
     /// The same over four-byte pixels whose outputs sum equal whole pixels (AVX-512,
     /// `plan::EvenBox`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -246,6 +249,13 @@ pub(in crate::convert) fn tap_groups(
         let w8 = if exact { plan(2, true) } else { None };
         // (Planned on every target for the host tests; only the AVX-512 level runs them.)
         let b16 = plan(4, false);
+        // (The lanes of any 16-dword blocks: `b16`'s, planned for the same outputs.)
+        let q16 = match (exact, cfg!(any(test, target_arch = "x86_64"))) {
+            (true, true) => {
+                b16.as_ref().and_then(|b| super::Quads::new(b, &base[k], &offsets, c.step, t, len))
+            }
+            _ => None,
+        };
         // The blocks that are not whole take the 2^-22 blocks of the same outputs.
         let covered = |w: &super::Whole| {
             w.rest.iter().all(|&b| b16.as_ref().is_some_and(|p| (b as usize) < p.targets.len()))
@@ -366,6 +376,7 @@ pub(in crate::convert) fn tap_groups(
             whole_taps,
             px8,
             w16,
+            q16,
             e16,
             w8,
             pw8,

@@ -1,0 +1,166 @@
+//! The AVX-512 level's exact box straight from the frame's rows where the CPU has VNNI
+//! (`plan::Quads`): per block, source row and quad one `vpermb` and one `vpdpbusd`.
+
+#![allow(clippy::needless_range_loop)]
+
+use super::taps::store_lanes;
+use crate::convert::hint::prefetch_window;
+use crate::convert::plan::Quads;
+use std::arch::x86_64::*;
+
+/// The CPU has `vpdpbusd` (AVX512_VNNI) beside the level's own features, and
+/// `EDGEFIRST_CONVERT_VNNI` is not `0` (to compare with the rows-first blocks).
+pub(in crate::convert) fn vnni() -> bool {
+    std::is_x86_feature_detected!("avx512vnni")
+        && std::env::var("EDGEFIRST_CONVERT_VNNI").as_deref() != Ok("0")
+}
+
+/// Output row sums `Σ_r k[r] Σ_t k_x[t] · rows[r][t]` of `plan`'s blocks, times `inv`, into the
+/// members' rows `out` (null past them) by the lanes' rule of `multitap`, asking for the lines
+/// `ahead` through the blocks. Two to four rows (the 1.5×–4× downscales); returns `None` for
+/// others, else the outputs each member has.
+///
+/// # Safety
+/// The CPU has AVX-512 (F, BW, VL, VBMI) and VNNI; each of `rows` holds `plan.reach` readable
+/// bytes; `out` holds the group's members' rows, each `plan.done` writable values.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
+pub(in crate::convert) unsafe fn box_quads(
+    rows: &[*const u8],
+    k: &[i16],
+    plan: &Quads,
+    inv: f32,
+    out: [*mut f32; 4],
+    ahead: usize,
+) -> Option<usize> {
+    if rows.len() != k.len() || !(2..=4).contains(&rows.len()) {
+        return None;
+    }
+    let members = out.iter().take_while(|p| !p.is_null()).count();
+    let one = k.iter().all(|&k| k == 1);
+    macro_rules! by_quads {
+        ($r:expr, $one:expr, $m:expr) => {
+            match (plan.narrow, plan.quads == 1, ahead == 0) {
+                (true, true, true) => {
+                    quads_of::<$r, $one, $m, true, 1, false>(rows, k, plan, inv, out, ahead)
+                }
+                (true, true, false) => {
+                    quads_of::<$r, $one, $m, true, 1, true>(rows, k, plan, inv, out, ahead)
+                }
+                (true, false, true) => {
+                    quads_of::<$r, $one, $m, true, 0, false>(rows, k, plan, inv, out, ahead)
+                }
+                (true, false, false) => {
+                    quads_of::<$r, $one, $m, true, 0, true>(rows, k, plan, inv, out, ahead)
+                }
+                (false, true, true) => {
+                    quads_of::<$r, $one, $m, false, 1, false>(rows, k, plan, inv, out, ahead)
+                }
+                (false, true, false) => {
+                    quads_of::<$r, $one, $m, false, 1, true>(rows, k, plan, inv, out, ahead)
+                }
+                (false, false, true) => {
+                    quads_of::<$r, $one, $m, false, 0, false>(rows, k, plan, inv, out, ahead)
+                }
+                (false, false, false) => {
+                    quads_of::<$r, $one, $m, false, 0, true>(rows, k, plan, inv, out, ahead)
+                }
+            }
+        };
+    }
+    macro_rules! by_members {
+        ($r:expr, $one:expr) => {
+            match members {
+                1 => by_quads!($r, $one, 1),
+                2 => by_quads!($r, $one, 2),
+                3 => by_quads!($r, $one, 3),
+                _ => by_quads!($r, $one, 4),
+            }
+        };
+    }
+    macro_rules! by_weights {
+        ($r:expr) => {
+            match one {
+                true => by_members!($r, true),
+                false => by_members!($r, false),
+            }
+        };
+    }
+    match rows.len() {
+        2 => by_weights!(2),
+        3 => by_weights!(3),
+        _ => by_weights!(4),
+    }
+    Some(plan.done)
+}
+
+/// `box_quads` over `R` rows, each of weight 1 (`ONE`) or `k[r]`, for `M` members, windows of 64
+/// bytes (`NARROW`) or 128, `Q` quads a block (0: `plan.quads`), asking for lines (`ASK`) or not.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
+#[inline(never)]
+unsafe fn quads_of<
+    const R: usize,
+    const ONE: bool,
+    const M: usize,
+    const NARROW: bool,
+    const Q: usize,
+    const ASK: bool,
+>(
+    rows: &[*const u8],
+    k: &[i16],
+    plan: &Quads,
+    inv: f32,
+    out: [*mut f32; 4],
+    ahead: usize,
+) {
+    let quads = if Q > 0 { Q } else { plan.quads };
+    let blocks = plan.bases.len();
+    assert!(plan.ctl.len() >= blocks * quads && plan.k.len() >= blocks * quads && rows.len() >= R);
+    let row: [*const u8; R] = std::array::from_fn(|r| rows[r]);
+    let kr: [__m512i; R] = std::array::from_fn(|r| _mm512_set1_epi32(i32::from(k[r])));
+    let inv = _mm512_set1_ps(inv);
+    for b in 0..blocks {
+        let base = *plan.bases.get_unchecked(b) as usize;
+        if ASK {
+            prefetch_window(&row, base + ahead, !NARROW);
+        }
+        let window: [__m512i; R] = std::array::from_fn(|r| _mm512_loadu_si512(row[r].add(base) as *const _));
+        let upper: [__m512i; R] = std::array::from_fn(|r| match NARROW {
+            true => window[r],
+            false => _mm512_loadu_si512(row[r].add(base + 64) as *const _),
+        });
+        let pick = |ctl: __m512i, r: usize| match NARROW {
+            true => _mm512_permutexvar_epi8(ctl, window[r]),
+            false => _mm512_permutex2var_epi8(window[r], ctl, upper[r]),
+        };
+        let mut acc = _mm512_setzero_si512();
+        if Q == 1 {
+            let ctl = _mm512_load_si512(plan.ctl.as_ptr().add(b) as *const _);
+            let w = _mm512_load_si512(plan.k.as_ptr().add(b) as *const _);
+            for r in 0..R {
+                let t = pick(ctl, r);
+                match ONE {
+                    true => acc = _mm512_dpbusd_epi32(acc, t, w),
+                    false => {
+                        let h = _mm512_dpbusd_epi32(_mm512_setzero_si512(), t, w);
+                        acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(h, kr[r]));
+                    }
+                }
+            }
+        } else {
+            for r in 0..R {
+                let mut h = _mm512_setzero_si512();
+                for q in 0..quads {
+                    let at = b * quads + q;
+                    let ctl = _mm512_load_si512(plan.ctl.as_ptr().add(at) as *const _);
+                    let w = _mm512_load_si512(plan.k.as_ptr().add(at) as *const _);
+                    h = _mm512_dpbusd_epi32(h, pick(ctl, r), w);
+                }
+                acc = match ONE {
+                    true => _mm512_add_epi32(acc, h),
+                    false => _mm512_add_epi32(acc, _mm512_mullo_epi32(h, kr[r])),
+                };
+            }
+        }
+        store_lanes::<M>(&out, b, _mm512_mul_ps(_mm512_cvtepi32_ps(acc), inv));
+    }
+}
