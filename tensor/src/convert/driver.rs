@@ -466,7 +466,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 };
                 // With VNNI, the groups summed as they are in the rows straight from their bytes
                 // (`plan::Quads`); the others, and rows the quads cannot take, as before.
-                let quads = |g| if wide && c.vnni { taps::quads_avx512(g) } else { None };
+                let quads = |g| if wide && c.vnni { taps::quads_avx512(m, g) } else { None };
                 let direct = |rows: &[*const u8], k: &[i16], plan: &_, inv, out, ahead| unsafe {
                     avx512::box_quads(rows, k, plan, inv, out, ahead)
                 };

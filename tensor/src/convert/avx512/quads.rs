@@ -15,6 +15,9 @@ pub(in crate::convert) fn vnni() -> bool {
         && std::env::var("EDGEFIRST_CONVERT_VNNI").as_deref() != Ok("0")
 }
 
+/// `M` of the five-output lanes (`Quads::five`).
+const FIVE: usize = 5;
+
 /// Output row sums `Σ_r k[r] Σ_t k_x[t] · rows[r][t]` of `plan`'s blocks, times `inv`, into the
 /// members' rows `out` (null past them) by the lanes' rule of `multitap`, asking for the lines
 /// `ahead` through the blocks. Two to four rows (the 1.5×–4× downscales); returns `None` for
@@ -69,7 +72,8 @@ pub(in crate::convert) unsafe fn box_quads(
     }
     macro_rules! by_members {
         ($r:expr, $one:expr) => {
-            match members {
+            match if plan.five { FIVE } else { members } {
+                FIVE => by_quads!($r, $one, FIVE),
                 1 => by_quads!($r, $one, 1),
                 2 => by_quads!($r, $one, 2),
                 3 => by_quads!($r, $one, 3),
@@ -161,6 +165,16 @@ unsafe fn quads_of<
                 };
             }
         }
-        store_lanes::<M>(&out, b, _mm512_mul_ps(_mm512_cvtepi32_ps(acc), inv));
+        let v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), inv);
+        match M {
+            // Each member's five dwords stored where they go in its row, the mask picking them
+            // (the lanes before them fall before the address, under the mask: never written).
+            FIVE => {
+                _mm512_mask_storeu_ps(out[0].add(5 * b), 0x1f, v);
+                _mm512_mask_storeu_ps(out[1].add(5 * b).wrapping_sub(5), 0x1f << 5, v);
+                _mm512_mask_storeu_ps(out[2].add(5 * b).wrapping_sub(10), 0x1f << 10, v);
+            }
+            _ => store_lanes::<M>(&out, b, v),
+        }
     }
 }

@@ -49,10 +49,15 @@ pub(super) fn rows_first_avx512(g: &TapGroup) -> Option<(Across<'_>, Option<&Com
     }
 }
 
-/// AVX-512 with VNNI: the byte quads (`plan::Quads`) of an exact box's group.
+/// AVX-512 with VNNI: the byte quads (`plan::Quads`) of an exact box's group, five outputs a
+/// member where the group is four-byte pixels whose fourth member no output blends.
 #[cfg(target_arch = "x86_64")]
-pub(super) fn quads_avx512(g: &TapGroup) -> Option<&Quads> {
-    g.q16.as_ref()
+pub(super) fn quads_avx512<'m>(m: &MultiTap, g: &'m TapGroup) -> Option<&'m Quads> {
+    let unused = |i: usize| g.members.get(i).is_none_or(|&k| !m.blended[k]);
+    match &g.q5 {
+        Some(five) if unused(3) => Some(five),
+        _ => g.q16.as_ref(),
+    }
 }
 
 /// `plan_of`, but none for the groups of `groups` in `done` (bit `g`).

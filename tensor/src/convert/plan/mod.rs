@@ -12,7 +12,7 @@ use std::ops::Range;
 
 mod even;
 mod pixels;
-mod quads;
+pub(super) mod quads;
 mod taps;
 mod weights;
 mod whole;

@@ -49,6 +49,9 @@ pub(in crate::convert) struct TapGroup {
     /// The same straight from the rows' bytes, for the AVX-512 level with VNNI (`plan::Quads`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) q16: Option<super::Quads>,
+    /// ... and in five-output lanes, for four-byte pixels whose fourth channel no output blends.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(in crate::convert) q5: Option<super::Quads>,
     /// The same over four-byte pixels whose outputs sum equal whole pixels (AVX-512,
     /// `plan::EvenBox`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -250,11 +253,12 @@ pub(in crate::convert) fn tap_groups(
         // (Planned on every target for the host tests; only the AVX-512 level runs them.)
         let b16 = plan(4, false);
         // (The lanes of any 16-dword blocks: `b16`'s, planned for the same outputs.)
-        let q16 = match (exact, cfg!(any(test, target_arch = "x86_64"))) {
+        let reads = super::quads::Reads { base: &base[k], offsets: &offsets, step: c.step, t, row_len: len };
+        let (q16, q5) = match (exact, cfg!(any(test, target_arch = "x86_64"))) {
             (true, true) => {
-                b16.as_ref().and_then(|b| super::Quads::new(b, &base[k], &offsets, c.step, t, len))
+                (b16.as_ref().and_then(|b| super::Quads::new(b, &reads)), super::Quads::five(&reads))
             }
-            _ => None,
+            _ => (None, None),
         };
         // The blocks that are not whole take the 2^-22 blocks of the same outputs.
         let covered = |w: &super::Whole| {
@@ -377,6 +381,7 @@ pub(in crate::convert) fn tap_groups(
             px8,
             w16,
             q16,
+            q5,
             e16,
             w8,
             pw8,
