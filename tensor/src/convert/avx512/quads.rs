@@ -39,33 +39,21 @@ pub(in crate::convert) unsafe fn box_quads(
     }
     let members = out.iter().take_while(|p| !p.is_null()).count();
     let one = k.iter().all(|&k| k == 1);
+    macro_rules! by_ask {
+        ($r:expr, $one:expr, $m:expr, $narrow:expr, $q:expr) => {
+            match ahead == 0 {
+                true => quads_of::<$r, $one, $m, $narrow, $q, false>(rows, k, plan, inv, out, ahead),
+                false => quads_of::<$r, $one, $m, $narrow, $q, true>(rows, k, plan, inv, out, ahead),
+            }
+        };
+    }
     macro_rules! by_quads {
         ($r:expr, $one:expr, $m:expr) => {
-            match (plan.narrow, plan.quads == 1, ahead == 0) {
-                (true, true, true) => {
-                    quads_of::<$r, $one, $m, true, 1, false>(rows, k, plan, inv, out, ahead)
-                }
-                (true, true, false) => {
-                    quads_of::<$r, $one, $m, true, 1, true>(rows, k, plan, inv, out, ahead)
-                }
-                (true, false, true) => {
-                    quads_of::<$r, $one, $m, true, 0, false>(rows, k, plan, inv, out, ahead)
-                }
-                (true, false, false) => {
-                    quads_of::<$r, $one, $m, true, 0, true>(rows, k, plan, inv, out, ahead)
-                }
-                (false, true, true) => {
-                    quads_of::<$r, $one, $m, false, 1, false>(rows, k, plan, inv, out, ahead)
-                }
-                (false, true, false) => {
-                    quads_of::<$r, $one, $m, false, 1, true>(rows, k, plan, inv, out, ahead)
-                }
-                (false, false, true) => {
-                    quads_of::<$r, $one, $m, false, 0, false>(rows, k, plan, inv, out, ahead)
-                }
-                (false, false, false) => {
-                    quads_of::<$r, $one, $m, false, 0, true>(rows, k, plan, inv, out, ahead)
-                }
+            match (plan.narrow, plan.quads == 1) {
+                (true, true) => by_ask!($r, $one, $m, true, 1),
+                (true, false) => by_ask!($r, $one, $m, true, 0),
+                (false, true) => by_ask!($r, $one, $m, false, 1),
+                (false, false) => by_ask!($r, $one, $m, false, 0),
             }
         };
     }
