@@ -676,9 +676,10 @@ impl Converter {
     /// Whether the AVX-512 level may sum an exact box (`area` at ratios of small whole numbers)
     /// with VNNI straight from the frame's rows (by default where the CPU has it), or rows first
     /// as the other levels do: the same tensor, which the tests check.
-    pub fn set_vnni(&mut self, _on: bool) {
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+    pub fn set_vnni(&mut self, on: bool) {
         #[cfg(target_arch = "x86_64")]
-        (self.vnni = _on && avx512::vnni());
+        (self.vnni = on && avx512::vnni());
     }
 
     /// Rows run through the AVX2 kernels (and `avx512`: the sixteen-wide ones where there are).

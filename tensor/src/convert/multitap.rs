@@ -324,9 +324,7 @@ pub(super) fn box_row<'m, P: Copy>(
                 (&sums[..], step)
             }
         };
-        let inv = m.scale[axis] * (1.0 / (super::plan::TAP_STEPS * super::plan::TAP_STEPS)) as f32;
-        let targets: [*mut f32; 4] =
-            std::array::from_fn(|i| g.members.get(i).map_or(std::ptr::null_mut(), |&c| out[c].as_mut_ptr()));
+        let (inv, targets) = (box_scale(m, axis), member_rows(g, out));
         let ahead = match box_asks(rows, stride, ask_from) {
             true => Trickle::over(bytes, ahead_rows(rows, cy, stride)).part(g.part),
             false => Trickle::NONE,
@@ -351,9 +349,10 @@ pub(super) fn box_row<'m, P: Copy>(
 
 /// Output row `cy` of the groups of an exact box that `quads(g)` takes straight from the frame's
 /// rows (`plan::Quads`): `kernel(rows, k_y, plan, inv, out, ahead)` sums each block's outputs over
-/// the rows (whole blocks; it says how many outputs, `None`: not these rows), asking for the lines
-/// `ahead_rows` through its blocks, and the loop here does the rest from the same bytes. The sums
-/// are the integers of `box_row`, so the values are its to the bit. Returns what `box_row` does.
+/// the rows (whole blocks; it says how many outputs, `None`: not these rows), asking for each
+/// window's lines again `ahead` bytes on (`ahead_bytes`), and the loop here does the rest from
+/// the same bytes. The sums are the integers of `box_row`, so the values are its to the bit.
+/// Returns what `box_row` does; a five-output plan (`Quads::five`) makes its three members only.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(super) fn box_quads_row<'m>(
@@ -379,9 +378,7 @@ pub(super) fn box_quads_row<'m>(
         }
         let at: [*const u8; MAX_QUAD_ROWS] =
             std::array::from_fn(|r| bytes.as_ptr().wrapping_add((first + r.min(kv - 1)) * stride));
-        let inv = m.scale[axis] * (1.0 / (super::plan::TAP_STEPS * super::plan::TAP_STEPS)) as f32;
-        let targets: [*mut f32; 4] =
-            std::array::from_fn(|i| g.members.get(i).map_or(std::ptr::null_mut(), |&c| out[c].as_mut_ptr()));
+        let (inv, targets) = (box_scale(m, axis), member_rows(g, out));
         let ahead = ahead_bytes(rows, cy, stride, bytes.len());
         let Some(done) =
             (kv <= MAX_QUAD_ROWS).then(|| kernel(&at[..kv], k, plan, inv, targets, ahead)).flatten()
@@ -389,8 +386,9 @@ pub(super) fn box_quads_row<'m>(
             continue;
         };
         let done = done.min(n);
-        made += (done * g.members.len()) as u64;
-        for &c in &g.members {
+        let members = &g.members[..if plan.five { 3 } else { g.members.len() }];
+        made += (done * members.len()) as u64;
+        for &c in members {
             let weights = cols.k[done * kh..].chunks_exact(kh);
             for ((o, &base), w) in out[c][done..n].iter_mut().zip(&m.base[c][done..n]).zip(weights) {
                 let mut acc = 0i32;
@@ -405,9 +403,21 @@ pub(super) fn box_quads_row<'m>(
             }
         }
         groups |= 1 << gi;
-        all += (n * g.members.len()) as u64;
+        all += (n * members.len()) as u64;
     }
     (groups, made, all)
+}
+
+/// An exact box's scale from its whole sums on axis `axis` back to sample values.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn box_scale(m: &MultiTap, axis: usize) -> f32 {
+    m.scale[axis] * (1.0 / (super::plan::TAP_STEPS * super::plan::TAP_STEPS)) as f32
+}
+
+/// The rows of `out` of group `g`'s members, null past them.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn member_rows(g: &TapGroup, out: &mut [Lines<f32>; 4]) -> [*mut f32; 4] {
+    std::array::from_fn(|i| g.members.get(i).map_or(std::ptr::null_mut(), |&c| out[c].as_mut_ptr()))
 }
 
 /// The most rows `box_quads_row` hands its kernel.
