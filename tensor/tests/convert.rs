@@ -330,9 +330,13 @@ fn multi_tap_blocks_give_the_baseline_bytes() {
                 let dst = DstLayout::dense(dw, dh, Colorspace::Rgb, false, DType::U8);
                 let mut conv = Converter::new(format, w, h, dst, &spec, 1).unwrap();
                 let mut first = None;
-                // AVX-512 with its exact box straight from the rows (VNNI, where the CPU has it)
-                // and summed rows first.
-                let runs = levels.iter().flat_map(|&l| match l == Simd::Avx512 {
+                // AVX-512 and NEON with their exact box straight from the rows (VNNI, the dot
+                // product, where the CPU has it) and summed rows first.
+                #[cfg(target_arch = "aarch64")]
+                let dot = Simd::Neon;
+                #[cfg(not(target_arch = "aarch64"))]
+                let dot = Simd::Avx512;
+                let runs = levels.iter().flat_map(|&l| match l == dot {
                     true => vec![(l, true), (l, false)],
                     false => vec![(l, true)],
                 });

@@ -498,6 +498,17 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             }
             #[cfg(target_arch = "aarch64")]
             if c.neon() && !s.ring.sums.is_empty() {
+                // With the dot product, the groups whose lanes fit 16-byte windows straight from
+                // the rows' bytes (`neon::box_quads`); the others as before.
+                let quads = |g| if c.vnni { taps::quads_neon(g) } else { None };
+                let direct = |rows: &[*const u8], k: &[i16], plan: &_, inv, out, ahead| unsafe {
+                    neon::box_quads(rows, k, plan, inv, out, ahead)
+                };
+                let (done, made, all) =
+                    multitap::box_quads_row(m, &c.comps, &src.planes, cy, &mut s.comps, quads, direct);
+                skip |= done;
+                s.counts.sampled += made;
+                s.counts.rows_first += all;
                 let vsum = |b: &[u8], stride, first, k: &[i16], span, sums: &mut [u16], ahead| unsafe {
                     neon::box_sums(b, stride, first, k, span, sums, ahead)
                 };
@@ -516,7 +527,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                     multitap::TRICKLE_FROM,
                     buffers,
                     &mut s.comps,
-                    rows_first_w8,
+                    taps::unless_done(rows_first_w8, &m.groups, done),
                     vsum,
                     vsplit,
                     pack,

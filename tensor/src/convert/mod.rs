@@ -285,8 +285,9 @@ pub struct Converter {
     multi: Option<MultiTap>,
     /// The kernels rows run through.
     simd: Simd,
-    /// The AVX-512 level sums an exact box straight from the rows (`plan::Quads`, `set_vnni`).
-    #[cfg(target_arch = "x86_64")]
+    /// The AVX-512 level (with VNNI) and NEON (with the dot product) sum an exact box straight
+    /// from the rows (`plan::Quads`, `set_vnni`).
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     vnni: bool,
     workers: workers::Workers,
     scratch: Vec<Mutex<Scratch>>,
@@ -620,6 +621,8 @@ impl Converter {
             simd: Simd::detect(),
             #[cfg(target_arch = "x86_64")]
             vnni: avx512::vnni(),
+            #[cfg(target_arch = "aarch64")]
+            vnni: neon::dotprod(),
             workers,
             scratch,
         };
@@ -673,13 +676,16 @@ impl Converter {
         self.simd
     }
 
-    /// Whether the AVX-512 level may sum an exact box (`area` at ratios of small whole numbers)
-    /// with VNNI straight from the frame's rows (by default where the CPU has it), or rows first
-    /// as the other levels do: the same tensor, which the tests check.
-    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+    /// Whether the AVX-512 level (with VNNI) and NEON (with the dot product) may sum an exact box
+    /// (`area` at ratios of small whole numbers) straight from the frame's rows (by default where
+    /// the CPU has it), or rows first as the other levels do: the same tensor, which the tests
+    /// check.
+    #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_variables))]
     pub fn set_vnni(&mut self, on: bool) {
         #[cfg(target_arch = "x86_64")]
         (self.vnni = on && avx512::vnni());
+        #[cfg(target_arch = "aarch64")]
+        (self.vnni = on && neon::dotprod());
     }
 
     /// Rows run through the AVX2 kernels (and `avx512`: the sixteen-wide ones where there are).

@@ -353,7 +353,7 @@ pub(super) fn box_row<'m, P: Copy>(
 /// window's lines again `ahead` bytes on (`ahead_bytes`), and the loop here does the rest from
 /// the same bytes. The sums are the integers of `box_row`, so the values are its to the bit.
 /// Returns what `box_row` does; a five-output plan (`Quads::five`) makes its three members only.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
 pub(super) fn box_quads_row<'m>(
     m: &'m MultiTap,
@@ -421,7 +421,7 @@ fn member_rows(g: &TapGroup, out: &mut [Lines<f32>; 4]) -> [*mut f32; 4] {
 }
 
 /// The most rows `box_quads_row` hands its kernel.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 const MAX_QUAD_ROWS: usize = 4;
 
 /// Output row `cy` of a multi-tap filter into `out` (one row per component, content width): each

@@ -15,9 +15,11 @@ use super::super::neon;
 use super::super::plan::Comp;
 use super::super::plan::MultiTap;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use super::super::plan::Quads;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::plan::{Blocks, Compact, Halved, TapGroup};
 #[cfg(target_arch = "x86_64")]
-use super::super::plan::{EvenBox, Pixels, Quads, Whole8};
+use super::super::plan::{EvenBox, Pixels, Whole8};
 #[cfg(target_arch = "aarch64")]
 use super::super::plan::{Planar, WholeTaps};
 use super::super::Converter;
@@ -60,13 +62,20 @@ pub(super) fn quads_avx512<'m>(m: &MultiTap, g: &'m TapGroup) -> Option<&'m Quad
     }
 }
 
+/// NEON with the dot product: an exact box's byte quads in lanes of 16-byte windows
+/// (`plan::Quads::pieces`).
+#[cfg(target_arch = "aarch64")]
+pub(super) fn quads_neon(g: &TapGroup) -> Option<&Quads> {
+    g.q4.as_ref()
+}
+
 /// `plan_of`, but none for the groups of `groups` in `done` (bit `g`).
-#[cfg(target_arch = "x86_64")]
-pub(super) fn unless_done<'m>(
-    plan_of: RowsFirst,
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub(super) fn unless_done<'m, P>(
+    plan_of: impl Fn(&'m TapGroup) -> Option<P>,
     groups: &'m [TapGroup],
     done: u32,
-) -> impl Fn(&'m TapGroup) -> Option<(Across<'m>, Option<&'m Compact>)> {
+) -> impl Fn(&'m TapGroup) -> Option<P> {
     move |g| match groups.iter().position(|o| std::ptr::eq(o, g)) {
         Some(i) if done & (1 << i) != 0 => None,
         _ => plan_of(g),

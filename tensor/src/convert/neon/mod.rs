@@ -32,9 +32,11 @@ use super::plan::{
 use std::arch::aarch64::*;
 
 mod pack;
+mod quads;
 mod vertical;
 mod whole;
 pub(super) use pack::{pack_bytes, pack_bytes_split, pack_planar};
+pub(super) use quads::{box_quads, dotprod};
 pub(super) use vertical::vertical_bytes;
 pub(super) use whole::whole_taps;
 

@@ -25,6 +25,10 @@ pub(in crate::convert) struct Quads {
     pub(in crate::convert) quads: usize,
     pub(in crate::convert) narrow: bool,
     pub(in crate::convert) five: bool,
+    /// NEON's blocks (`pieces`): each of the four lanes its own 16-byte window from
+    /// `bases[4b + l]`, its indices `tbl`'s over that one register.
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(in crate::convert) pieces: bool,
     pub(in crate::convert) bases: Vec<u32>,
     /// `[block][quad]`: per dword, the window bytes of the quad's four taps (`vpermb` or
     /// `vpermt2b` indices; 0 where the tap is missing, its weight 0) ...
@@ -77,6 +81,70 @@ impl Quads {
         Quads::build(blocks, 5 * blocks, live, reads, true)
     }
 
+    /// The same in lanes of 16-byte windows (`pieces`: `blocks`' lanes, four outputs of one
+    /// member each, within 16 bytes), for NEON's one-register `tbl`: the 64-byte windows of
+    /// `new` take four-register `tbl`s, which llvm-mca puts at 175 cycles a block of a 1080p
+    /// NV12 3× luma row on a Cortex-A55 (the rows-first word blocks and sums about 160; these
+    /// lanes: see `neon::box_quads`). 1080p and 900p NV12 fit, luma and chroma; not four-byte
+    /// pixels, nor YUY2 at 3×.
+    pub(in crate::convert) fn pieces(blocks: &Blocks, reads: &Reads<'_>) -> Option<Quads> {
+        let Reads { base, offsets, step, t, row_len } = *reads;
+        let (taps, n) = (t.taps, blocks.targets.len());
+        let quads = taps.div_ceil(4);
+        if row_len < 16 {
+            return None;
+        }
+        let tap = |m: usize, x: usize, j: usize| base[x] as usize + offsets[m] + step * j;
+        let mut plan = Quads {
+            done: blocks.done,
+            quads,
+            narrow: false,
+            five: false,
+            pieces: true,
+            bases: Vec::with_capacity(4 * n),
+            ctl: Vec::with_capacity(n * quads),
+            k: Vec::with_capacity(n * quads),
+            reach: 0,
+        };
+        for targets in &blocks.targets {
+            let lanes: [Option<(usize, usize)>; 4] = std::array::from_fn(|l| {
+                (targets[l] != IDLE).then(|| ((targets[l] >> 24) as usize, (targets[l] & 0xff_ffff) as usize))
+            });
+            let mut starts = [0usize; 4];
+            for (l, lane) in lanes.iter().enumerate() {
+                let Some((m, x)) = *lane else { continue };
+                let lo = (0..4).map(|i| tap(m, x + i, 0)).min()?;
+                let hi = (0..4).map(|i| tap(m, x + i, taps - 1) + 1).max()?;
+                if hi - lo > 16 {
+                    return None;
+                }
+                starts[l] = lo.min(row_len - 16);
+                plan.reach = plan.reach.max(starts[l] + 16);
+            }
+            plan.bases.extend(starts.map(|s| s as u32));
+            for q in 0..quads {
+                let (mut ctl, mut k) = ([0u8; 64], [0i8; 64]);
+                for (l, lane) in lanes.iter().enumerate() {
+                    let Some((m, x0)) = *lane else { continue };
+                    for i in 0..4 {
+                        let (d, x) = (4 * l + i, x0 + i);
+                        for j in (4 * q..taps).take(4) {
+                            let weight = *t.k.get(x * taps + j)?;
+                            if weight != 0 {
+                                let at = 4 * d + j % 4;
+                                (ctl[at], k[at]) =
+                                    ((tap(m, x, j) - starts[l]) as u8, i8::try_from(weight).ok()?);
+                            }
+                        }
+                    }
+                }
+                plan.ctl.push(Aligned64(ctl));
+                plan.k.push(Aligned64(k));
+            }
+        }
+        Some(plan)
+    }
+
     /// The quads of `blocks` blocks whose dwords `live(b)` (dword, member, output) hold `done`
     /// outputs of every member.
     fn build(
@@ -105,6 +173,7 @@ impl Quads {
             quads,
             narrow: window == 64,
             five,
+            pieces: false,
             bases: Vec::with_capacity(blocks),
             ctl: Vec::with_capacity(blocks * quads),
             k: Vec::with_capacity(blocks * quads),
@@ -147,9 +216,10 @@ mod tests {
     /// What the kernel makes of a plan, in scalar: per block and dword, the bytes its controls
     /// pick from the block's window times their weights, summed over the quads. Each output must
     /// be its taps' sum by the axis's whole weights (`Taps::k`), read from the row as the scalar
-    /// loops read it, in the lanes of `b16` or five outputs of each of three members (RGBA's
-    /// `q5`); the camera formats at 3×, 2.5× and 1.5× (where a 64-byte window holds a block's
-    /// taps and where it takes 128) have quads, and a box too wide for 128 bytes none.
+    /// loops read it, in the lanes of `b16` (over one window a block, or NEON's 16 bytes a lane)
+    /// or five outputs of each of three members (RGBA's `q5`); the camera formats at 3×, 2.5× and
+    /// 1.5× (where a 64-byte window holds a block's taps and where it takes 128) have quads, and
+    /// a box too wide for 128 bytes none.
     #[test]
     fn quads_sum_each_outputs_taps() {
         let area = Filter::of(Interpolation::Area, true).unwrap();
@@ -192,16 +262,27 @@ mod tests {
                     let five = |b: usize| -> Vec<(usize, usize, usize)> {
                         (0..15).map(|d| (d, d / 5, 5 * b + d % 5)).collect()
                     };
-                    let plans: [(&Quads, Lanes<'_>, usize); 2] =
-                        [(q, &lanes, g.members.len()), (g.q5.as_ref().unwrap_or(q), &five, 3)];
-                    for (q, lanes, members) in plans.into_iter().take(if pixels { 2 } else { 1 }) {
+                    // NEON's lanes of 16-byte windows: NV12's and gray's fit, four-byte pixels'
+                    // do not (YUY2's at 1.5× only: its samples are two and four bytes apart).
+                    if format != PixelFormat::Yuy2 {
+                        assert_eq!(g.q4.is_some(), !pixels, "{what}: lanes of 16-byte windows");
+                    }
+                    let mut plans: Vec<(&Quads, Lanes<'_>, usize)> = vec![(q, &lanes, g.members.len())];
+                    plans.extend(g.q5.as_ref().map(|q| (q, &five as Lanes<'_>, 3)));
+                    plans.extend(g.q4.as_ref().map(|q| (q, &lanes as Lanes<'_>, g.members.len())));
+                    for (q, lanes, members) in plans {
                         planned += 1;
                         assert!(q.reach <= len, "{what}: loads pass the row");
                         let window = if q.narrow { 64 } else { 128 };
+                        let blocks = if q.pieces { q.bases.len() / 4 } else { q.bases.len() };
                         let mut seen = 0;
-                        for b in 0..q.bases.len() {
-                            let bytes = &row[q.bases[b] as usize..][..window];
+                        for b in 0..blocks {
                             for (d, m, x) in lanes(b) {
+                                // A block's window, or (`pieces`) its dword's lane's 16 bytes.
+                                let bytes = match q.pieces {
+                                    true => &row[q.bases[4 * b + d / 4] as usize..][..16],
+                                    false => &row[q.bases[b] as usize..][..window],
+                                };
                                 let c = g.members[m];
                                 let got: i64 = (0..q.quads)
                                     .flat_map(|p| (0..4).map(move |j| (b * q.quads + p, 4 * d + j)))
@@ -224,6 +305,6 @@ mod tests {
                 }
             }
         }
-        assert!(planned >= 15, "{planned} plans checked");
+        assert!(planned >= 25, "{planned} plans checked");
     }
 }

@@ -52,6 +52,9 @@ pub(in crate::convert) struct TapGroup {
     /// ... and in five-output lanes, for four-byte pixels whose fourth channel no output blends.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) q5: Option<super::Quads>,
+    /// ... and in lanes of 16-byte windows, for NEON with the dot product (`Quads::pieces`).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(in crate::convert) q4: Option<super::Quads>,
     /// The same over four-byte pixels whose outputs sum equal whole pixels (AVX-512,
     /// `plan::EvenBox`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -260,6 +263,10 @@ pub(in crate::convert) fn tap_groups(
             }
             _ => (None, None),
         };
+        let q4 = match (exact, cfg!(any(test, target_arch = "aarch64"))) {
+            (true, true) => b16.as_ref().and_then(|b| super::Quads::pieces(b, &reads)),
+            _ => None,
+        };
         // The blocks that are not whole take the 2^-22 blocks of the same outputs.
         let covered = |w: &super::Whole| {
             w.rest.iter().all(|&b| b16.as_ref().is_some_and(|p| (b as usize) < p.targets.len()))
@@ -382,6 +389,7 @@ pub(in crate::convert) fn tap_groups(
             w16,
             q16,
             q5,
+            q4,
             e16,
             w8,
             pw8,

@@ -1,0 +1,158 @@
+//! The NEON level's exact box straight from the frame's rows where the core has the dot product
+//! instructions (Armv8.2 `udot`: Cortex-A55, A76, A78; not the A53), over lanes of 16-byte
+//! windows (`plan::Quads::pieces`): per block of sixteen outputs, source row and quad, four loads,
+//! four one-register `tbl` and four `udot`. Not timed (no aarch64 machine here); llvm-mca 19,
+//! cycles per 16 outputs of 1080p NV12 → 640 `area`, Cortex-A55 / Neoverse N1: luma at 3× (three
+//! rows) 93 / 22 here, against the rows-first word blocks' 130 / 26 plus the row sums' about 96
+//! / 36 (their loop written out without its per-row overhead); chroma (8 U and 8 V at 1.5×, two
+//! rows) 100 / 30 against about 124 + 33 / 26 + 12. Over one 64-byte window a block (`Quads::new`,
+//! four-register `tbl`) the luma took 175 / 35.
+
+#![allow(clippy::needless_range_loop)]
+
+use crate::convert::plan::Quads;
+use std::arch::aarch64::*;
+
+/// The core has `udot`, and `EDGEFIRST_CONVERT_VNNI` is not `0` (the switch the x86 levels'
+/// dot products share).
+pub(in crate::convert) fn dotprod() -> bool {
+    std::arch::is_aarch64_feature_detected!("dotprod")
+        && std::env::var("EDGEFIRST_CONVERT_VNNI").as_deref() != Ok("0")
+}
+
+/// `acc + Σ a · b` over each lane's four bytes (`udot`; its intrinsic is unstable in this Rust).
+#[inline(always)]
+unsafe fn udot(acc: uint32x4_t, a: uint8x16_t, b: uint8x16_t) -> uint32x4_t {
+    let mut acc = acc;
+    unsafe {
+        std::arch::asm!(
+            "udot {acc:v}.4s, {a:v}.16b, {b:v}.16b",
+            acc = inout(vreg) acc, a = in(vreg) a, b = in(vreg) b,
+            options(pure, nomem, nostack, preserves_flags)
+        );
+    }
+    acc
+}
+
+/// `avx512::box_quads` at NEON over a `pieces` plan, stored by the lanes' rule of `multitap` (one
+/// member's sixteen outputs, two members' eight, or each member's four). Two to four rows; `None`
+/// for others and other plans.
+///
+/// # Safety
+/// The core has NEON and the dot product; each of `rows` holds `plan.reach` readable bytes; `out`
+/// holds the group's members' rows, each `plan.done` writable values.
+#[target_feature(enable = "neon,dotprod")]
+pub(in crate::convert) unsafe fn box_quads(
+    rows: &[*const u8],
+    k: &[i16],
+    plan: &Quads,
+    inv: f32,
+    out: [*mut f32; 4],
+    ahead: usize,
+) -> Option<usize> {
+    if rows.len() != k.len() || !(2..=4).contains(&rows.len()) || !plan.pieces {
+        return None;
+    }
+    let members = out.iter().take_while(|p| !p.is_null()).count();
+    let one = k.iter().all(|&k| k == 1);
+    macro_rules! by_quads {
+        ($r:expr, $one:expr, $m:expr) => {
+            match plan.quads {
+                1 => quads_of::<$r, $one, $m, 1>(rows, k, plan, inv, out, ahead),
+                _ => quads_of::<$r, $one, $m, 0>(rows, k, plan, inv, out, ahead),
+            }
+        };
+    }
+    macro_rules! by_members {
+        ($r:expr, $one:expr) => {
+            match members {
+                1 => by_quads!($r, $one, 1),
+                2 => by_quads!($r, $one, 2),
+                3 => by_quads!($r, $one, 3),
+                _ => by_quads!($r, $one, 4),
+            }
+        };
+    }
+    macro_rules! by_weights {
+        ($r:expr) => {
+            match one {
+                true => by_members!($r, true),
+                false => by_members!($r, false),
+            }
+        };
+    }
+    match rows.len() {
+        2 => by_weights!(2),
+        3 => by_weights!(3),
+        _ => by_weights!(4),
+    }
+    Some(plan.done)
+}
+
+/// `box_quads` over `R` rows, each of weight 1 (`ONE`) or `k[r]`, for `M` members, `Q` quads a
+/// block (0: `plan.quads`; with one, its indices and weights are loaded once a block, not a row).
+#[target_feature(enable = "neon,dotprod")]
+#[inline(never)]
+unsafe fn quads_of<const R: usize, const ONE: bool, const M: usize, const Q: usize>(
+    rows: &[*const u8],
+    k: &[i16],
+    plan: &Quads,
+    inv: f32,
+    out: [*mut f32; 4],
+    ahead: usize,
+) {
+    let (quads, blocks) = (if Q > 0 { Q } else { plan.quads }, plan.bases.len() / 4);
+    assert!(plan.ctl.len() >= blocks * quads && plan.k.len() >= blocks * quads && rows.len() >= R);
+    let row: [*const u8; R] = std::array::from_fn(|r| rows[r]);
+    let inv = vdupq_n_f32(inv);
+    // Quad `at`'s indices and weights (whole and not negative: the signed bytes read as unsigned).
+    let tables = |at: usize| {
+        let (c, w) = (
+            vld1q_u8_x4(plan.ctl.as_ptr().add(at) as *const u8),
+            vld1q_u8_x4(plan.k.as_ptr().add(at) as *const u8),
+        );
+        ([c.0, c.1, c.2, c.3], [w.0, w.1, w.2, w.3])
+    };
+    for b in 0..blocks {
+        let base: [usize; 4] = std::array::from_fn(|l| *plan.bases.get_unchecked(4 * b + l) as usize);
+        if ahead != 0 {
+            for r in 0..R {
+                crate::convert::hint::prefetch(row[r].wrapping_add(base[0] + ahead));
+            }
+        }
+        let first = tables(b * quads);
+        let mut acc = [vdupq_n_u32(0); 4];
+        for r in 0..R {
+            let window: [uint8x16_t; 4] = std::array::from_fn(|l| vld1q_u8(row[r].add(base[l])));
+            let mut h = [vdupq_n_u32(0); 4];
+            for q in 0..quads {
+                let (c, w) = if Q == 1 { first } else { tables(b * quads + q) };
+                for i in 0..4 {
+                    let t = vqtbl1q_u8(window[i], c[i]);
+                    match ONE {
+                        true => acc[i] = udot(acc[i], t, w[i]),
+                        false => h[i] = udot(h[i], t, w[i]),
+                    }
+                }
+            }
+            if !ONE {
+                let kr = k[r] as u32;
+                for i in 0..4 {
+                    acc[i] = vmlaq_n_u32(acc[i], h[i], kr);
+                }
+            }
+        }
+        let v: [float32x4_t; 4] = std::array::from_fn(|i| vmulq_f32(vcvtq_f32_u32(acc[i]), inv));
+        // The lanes of `Blocks::new` (16 dwords): one member's 16, two members' 8, or each one's 4.
+        for i in 0..4 {
+            let (m, x) = match M {
+                1 => (0, 16 * b + 4 * i),
+                2 => (i / 2, 8 * b + 4 * (i % 2)),
+                _ => (i, 4 * b),
+            };
+            if m < M {
+                vst1q_f32(out[m].add(x), v[i]);
+            }
+        }
+    }
+}
