@@ -377,7 +377,7 @@ pub(super) fn box_quads_row<'m>(
             continue;
         }
         let at: [*const u8; MAX_QUAD_ROWS] =
-            std::array::from_fn(|r| bytes.as_ptr().wrapping_add((first + r.min(kv - 1)) * stride));
+            std::array::from_fn(|r| bytes.as_ptr().wrapping_add((first + r) * stride));
         let (inv, targets) = (box_scale(m, axis), member_rows(g, out));
         let ahead = ahead_bytes(rows, cy, stride, bytes.len());
         let Some(done) =

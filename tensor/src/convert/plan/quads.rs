@@ -54,16 +54,7 @@ impl Quads {
     /// of block `b` outputs `x..x + 4` of member `m`, `targets[b][l] = (m << 24) | x`); `None`
     /// where a weight does not fit a signed byte or a block's taps do not fit 128 bytes.
     pub(in crate::convert) fn new(blocks: &Blocks, reads: &Reads<'_>) -> Option<Quads> {
-        let live = |b: usize| -> Vec<(usize, usize, usize)> {
-            let lanes = blocks.targets[b].into_iter().enumerate().filter(|&(_, l)| l != IDLE);
-            lanes
-                .flat_map(|(l, target)| {
-                    (0..4)
-                        .map(move |i| (4 * l + i, (target >> 24) as usize, (target & 0xff_ffff) as usize + i))
-                })
-                .collect()
-        };
-        Quads::build(blocks.targets.len(), blocks.done, live, reads, false)
+        Quads::build(blocks.targets.len(), blocks.done, |b| lanes_of(blocks, b), reads, false, false)
     }
 
     /// Five outputs of each of three members a block (`five`): four-byte pixels whose fourth
@@ -78,7 +69,7 @@ impl Quads {
         let blocks = reads.base.len() / 5;
         let live =
             |b: usize| -> Vec<(usize, usize, usize)> { (0..15).map(|d| (d, d / 5, 5 * b + d % 5)).collect() };
-        Quads::build(blocks, 5 * blocks, live, reads, true)
+        Quads::build(blocks, 5 * blocks, live, reads, true, false)
     }
 
     /// The same in lanes of 16-byte windows (`pieces`: `blocks`' lanes, four outputs of one
@@ -88,101 +79,57 @@ impl Quads {
     /// lanes: see `neon::box_quads`). 1080p and 900p NV12 fit, luma and chroma; not four-byte
     /// pixels, nor YUY2 at 3×.
     pub(in crate::convert) fn pieces(blocks: &Blocks, reads: &Reads<'_>) -> Option<Quads> {
-        let Reads { base, offsets, step, t, row_len } = *reads;
-        let (taps, n) = (t.taps, blocks.targets.len());
-        let quads = taps.div_ceil(4);
-        if row_len < 16 {
-            return None;
-        }
-        let tap = |m: usize, x: usize, j: usize| base[x] as usize + offsets[m] + step * j;
-        let mut plan = Quads {
-            done: blocks.done,
-            quads,
-            narrow: false,
-            five: false,
-            pieces: true,
-            bases: Vec::with_capacity(4 * n),
-            ctl: Vec::with_capacity(n * quads),
-            k: Vec::with_capacity(n * quads),
-            reach: 0,
-        };
-        for targets in &blocks.targets {
-            let lanes: [Option<(usize, usize)>; 4] = std::array::from_fn(|l| {
-                (targets[l] != IDLE).then(|| ((targets[l] >> 24) as usize, (targets[l] & 0xff_ffff) as usize))
-            });
-            let mut starts = [0usize; 4];
-            for (l, lane) in lanes.iter().enumerate() {
-                let Some((m, x)) = *lane else { continue };
-                let lo = (0..4).map(|i| tap(m, x + i, 0)).min()?;
-                let hi = (0..4).map(|i| tap(m, x + i, taps - 1) + 1).max()?;
-                if hi - lo > 16 {
-                    return None;
-                }
-                starts[l] = lo.min(row_len - 16);
-                plan.reach = plan.reach.max(starts[l] + 16);
-            }
-            plan.bases.extend(starts.map(|s| s as u32));
-            for q in 0..quads {
-                let (mut ctl, mut k) = ([0u8; 64], [0i8; 64]);
-                for (l, lane) in lanes.iter().enumerate() {
-                    let Some((m, x0)) = *lane else { continue };
-                    for i in 0..4 {
-                        let (d, x) = (4 * l + i, x0 + i);
-                        for j in (4 * q..taps).take(4) {
-                            let weight = *t.k.get(x * taps + j)?;
-                            if weight != 0 {
-                                let at = 4 * d + j % 4;
-                                (ctl[at], k[at]) =
-                                    ((tap(m, x, j) - starts[l]) as u8, i8::try_from(weight).ok()?);
-                            }
-                        }
-                    }
-                }
-                plan.ctl.push(Aligned64(ctl));
-                plan.k.push(Aligned64(k));
-            }
-        }
-        Some(plan)
+        Quads::build(blocks.targets.len(), blocks.done, |b| lanes_of(blocks, b), reads, false, true)
     }
 
     /// The quads of `blocks` blocks whose dwords `live(b)` (dword, member, output) hold `done`
-    /// outputs of every member.
+    /// outputs of every member, over one window a block or (`pieces`) one of 16 bytes a lane.
     fn build(
         blocks: usize,
         done: usize,
         live: impl Fn(usize) -> Vec<(usize, usize, usize)>,
         reads: &Reads<'_>,
         five: bool,
+        pieces: bool,
     ) -> Option<Quads> {
         let Reads { base, offsets, step, t, row_len } = *reads;
         let taps = t.taps;
         let quads = taps.div_ceil(4);
+        // Windows a block, and the window of dword `d`.
+        let per = if pieces { 4 } else { 1 };
+        let of = |d: usize| d * per / 16;
         let tap = |m: usize, x: usize, j: usize| base[x] as usize + offsets[m] + step * j;
-        let spans: Vec<(usize, usize)> = (0..blocks)
+        let spans: Vec<[(usize, usize); 4]> = (0..blocks)
             .map(|b| {
                 let lanes = live(b);
-                let lo = lanes.iter().map(|&(_, m, x)| tap(m, x, 0)).min().unwrap_or(0);
-                let hi = lanes.iter().map(|&(_, m, x)| tap(m, x, taps - 1) + 1).max().unwrap_or(0);
-                (lo, hi)
+                std::array::from_fn(|w| {
+                    let mine = || lanes.iter().filter(|&&(d, ..)| of(d) == w);
+                    let lo = mine().map(|&(_, m, x)| tap(m, x, 0)).min().unwrap_or(0);
+                    let hi = mine().map(|&(_, m, x)| tap(m, x, taps - 1) + 1).max().unwrap_or(0);
+                    (lo, hi)
+                })
             })
             .collect();
-        let widest = spans.iter().map(|&(a, z)| z - a).max()?;
-        let window = [64, 128].into_iter().find(|&w| widest <= w && row_len >= w)?;
+        let widest = spans.iter().flat_map(|s| &s[..per]).map(|&(a, z)| z - a).max()?;
+        let sizes: &[usize] = if pieces { &[16] } else { &[64, 128] };
+        let window = sizes.iter().copied().find(|&w| widest <= w && row_len >= w)?;
         let mut plan = Quads {
             done,
             quads,
             narrow: window == 64,
             five,
-            pieces: false,
-            bases: Vec::with_capacity(blocks),
+            pieces,
+            bases: Vec::with_capacity(per * blocks),
             ctl: Vec::with_capacity(blocks * quads),
             k: Vec::with_capacity(blocks * quads),
             reach: 0,
         };
-        for (b, &(lo, _)) in spans.iter().enumerate() {
-            let start = lo.min(row_len - window);
-            plan.bases.push(start as u32);
-            plan.reach = plan.reach.max(start + window);
+        for (b, spans) in spans.iter().enumerate() {
+            let starts = spans.map(|(lo, _)| lo.min(row_len - window));
+            for &start in &starts[..per] {
+                plan.bases.push(start as u32);
+                plan.reach = plan.reach.max(start + window);
+            }
             let lanes = live(b);
             for q in 0..quads {
                 let (mut ctl, mut k) = ([0u8; 64], [0i8; 64]);
@@ -191,7 +138,8 @@ impl Quads {
                         let weight = *t.k.get(x * taps + j)?;
                         if weight != 0 {
                             let at = 4 * d + j % 4;
-                            (ctl[at], k[at]) = ((tap(m, x, j) - start) as u8, i8::try_from(weight).ok()?);
+                            (ctl[at], k[at]) =
+                                ((tap(m, x, j) - starts[of(d)]) as u8, i8::try_from(weight).ok()?);
                         }
                     }
                 }
@@ -201,6 +149,17 @@ impl Quads {
         }
         Some(plan)
     }
+}
+
+/// The dwords of block `b` of 16-dword `blocks` as (dword, member, output): lane `l` holds outputs
+/// `x..x + 4` of member `m` (`targets[b][l] = (m << 24) | x`, or `IDLE`).
+fn lanes_of(blocks: &Blocks, b: usize) -> Vec<(usize, usize, usize)> {
+    let lanes = blocks.targets[b].into_iter().enumerate().filter(|&(_, l)| l != IDLE);
+    lanes
+        .flat_map(|(l, target)| {
+            (0..4).map(move |i| (4 * l + i, (target >> 24) as usize, (target & 0xff_ffff) as usize + i))
+        })
+        .collect()
 }
 
 #[cfg(test)]
