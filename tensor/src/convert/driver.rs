@@ -343,7 +343,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                             (Some(w), Some(b)) => Some((w, b, Some(p))),
                             _ => None,
                         },
-                        None => match (&g.whole, &g.b16) {
+                        None => match (taps::whole_avx512(m, g), &g.b16) {
                             (Some(w), Some(b)) if w.reach <= len && b.reach <= len => Some((w, b, None)),
                             _ => None,
                         },

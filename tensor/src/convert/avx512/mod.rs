@@ -21,7 +21,7 @@ mod vertical;
 use super::hint::prefetch_window;
 pub(super) use boxes::{box_blocks, box_even, box_sums, box_sums_split, pack_words};
 pub(super) use quads::{box_quads, vnni};
-pub(super) use taps::{multitap, multitap_bytes, pack_bytes, pack_bytes_split, whole, whole_bytes};
+pub(super) use taps::{multitap, multitap_bytes, pack_bytes, pack_bytes_split, whole_bytes};
 pub(super) use vertical::{multitap_vertical, vertical_bytes};
 
 /// The CPU has what the kernels here use (`vpermb` is VBMI).

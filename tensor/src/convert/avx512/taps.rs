@@ -223,46 +223,20 @@ pub(super) unsafe fn store_lanes<const M: usize>(out: &[*mut f32; 4], b: usize, 
 }
 
 /// PIL's horizontal pass with whole weights (`plan::Whole`) over source rows `rows` into their
-/// members' rows `out[i]` (PIL's bytes as i32 bits, `multitap::pil_byte`): per block and tap pair
-/// one byte permute and one `pmaddubsw` for 32 outputs, then `⌊(2S + D) / 2D⌋` by a multiply-high
-/// and a shift per lane. Blocks that are not whole are skipped (the caller makes them). Returns
-/// the outputs each member has from the blocks, whole or not.
+/// members' rows of bytes `out[i]` (`multitap::pil8_row`): per block and tap pair one byte
+/// permute and one `pmaddubsw` for 32 outputs, then `⌊(2S + D) / 2D⌋` by a multiply-high and a
+/// shift per lane; each block's window asked for again `ahead` bytes on
+/// (`multitap::ahead_bytes`; 0: none). Blocks that are not whole are skipped (the caller makes
+/// them). Returns the outputs each member has from the blocks, whole or not.
 ///
 /// # Safety
 /// The CPU has AVX-512 (F, BW, VL, VBMI); `out[i]` holds the group's members' rows (null past
-/// them), each `plan.done` writable values.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
-pub(in crate::convert) unsafe fn whole(
-    rows: &[&[u8]],
-    plan: &Whole,
-    out: &[[*mut f32; 4]],
-    ahead: usize,
-) -> usize {
-    unsafe { whole_to::<false>(rows, plan, out, ahead) }
-}
-
-/// `whole` into rows of bytes (`multitap::pil8_row`), each block's window asked for again
-/// `ahead` bytes on (`multitap::ahead_bytes`; 0: none).
-///
-/// # Safety
-/// As `whole`, each row `plan.done` writable bytes.
+/// them), each `plan.done` writable bytes.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
 pub(in crate::convert) unsafe fn whole_bytes(
     rows: &[&[u8]],
     plan: &Whole,
     out: &[[*mut u8; 4]],
-    ahead: usize,
-) -> usize {
-    // The same pointers, cast back to bytes where the kernel stores.
-    let out = unsafe { std::slice::from_raw_parts(out.as_ptr() as *const [*mut f32; 4], out.len()) };
-    unsafe { whole_to::<true>(rows, plan, out, ahead) }
-}
-
-#[inline(always)]
-unsafe fn whole_to<const BYTES: bool>(
-    rows: &[&[u8]],
-    plan: &Whole,
-    out: &[[*mut f32; 4]],
     ahead: usize,
 ) -> usize {
     assert!(
@@ -273,15 +247,16 @@ unsafe fn whole_to<const BYTES: bool>(
     macro_rules! by_rows {
         ($narrow:expr, $m:expr) => {
             match rows.len() {
-                1 => whole_blocks::<$narrow, $m, 1, BYTES>(rows, plan, out, ahead),
-                2 => whole_blocks::<$narrow, $m, 2, BYTES>(rows, plan, out, ahead),
-                _ => whole_blocks::<$narrow, $m, 3, BYTES>(rows, plan, out, ahead),
+                1 => unsafe { whole_blocks::<$narrow, $m, 1>(rows, plan, out, ahead) },
+                2 => unsafe { whole_blocks::<$narrow, $m, 2>(rows, plan, out, ahead) },
+                _ => unsafe { whole_blocks::<$narrow, $m, 3>(rows, plan, out, ahead) },
             }
         };
     }
     macro_rules! go {
         ($narrow:expr) => {
-            match members {
+            match if plan.ten { TEN } else { members } {
+                TEN => by_rows!($narrow, TEN),
                 1 => by_rows!($narrow, 1),
                 2 => by_rows!($narrow, 2),
                 3 => by_rows!($narrow, 3),
@@ -295,16 +270,19 @@ unsafe fn whole_to<const BYTES: bool>(
     }
 }
 
+/// `M` of the ten-output lanes (`Whole::ten`).
+const TEN: usize = 10;
+
 #[inline(always)]
-unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize, const BYTES: bool>(
+unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize>(
     rows: &[&[u8]],
     plan: &Whole,
-    out: &[[*mut f32; 4]],
+    out: &[[*mut u8; 4]],
     ahead: usize,
 ) -> usize {
     assert!(rows.len() >= R && out.len() >= R && (1..=3).contains(&R));
     let pairs = plan.pairs;
-    let blocks = plan.targets.len().min(plan.bases.len()).min(plan.plain.len());
+    let blocks = plan.bases.len().min(plan.plain.len());
     assert!(
         plan.ctl.len() >= blocks * pairs && plan.k.len() >= blocks * pairs && plan.n.len() >= blocks * pairs
     );
@@ -318,30 +296,24 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize, const
             prefetch_window(&row, base + ahead, !NARROW);
         }
         if *plan.plain.get_unchecked(b) {
-            whole_block::<NARROW, M, R, BYTES, false>(&row, plan, out, b);
+            whole_block::<NARROW, M, R, false>(&row, plan, out, b);
         }
     }
     // The tied blocks after the others, so that those test nothing per block: tested in the
     // loop above (2.5×'s two edge blocks tied in a row of 20), 900p RGBA antialias went 0.569 →
     // 0.587 ms (8 frames), 0.500 → 0.520 hot.
     for &b in &plan.tied {
-        whole_block::<NARROW, M, R, BYTES, true>(&row, plan, out, b as usize);
+        whole_block::<NARROW, M, R, true>(&row, plan, out, b as usize);
     }
     plan.done
 }
 
 /// Block `b` of `whole_blocks` over rows `row`, with the ties' remainders where `TIE`.
 #[inline(always)]
-unsafe fn whole_block<
-    const NARROW: bool,
-    const M: usize,
-    const R: usize,
-    const BYTES: bool,
-    const TIE: bool,
->(
+unsafe fn whole_block<const NARROW: bool, const M: usize, const R: usize, const TIE: bool>(
     row: &[*const u8; R],
     plan: &Whole,
-    out: &[[*mut f32; 4]],
+    out: &[[*mut u8; 4]],
     b: usize,
 ) {
     let pairs = plan.pairs;
@@ -385,52 +357,29 @@ unsafe fn whole_block<
                 let below = _mm512_mask_cmplt_epi16_mask(even, e[i], _mm512_setzero_si512());
                 q = _mm512_mask_sub_epi16(q, below, q, _mm512_set1_epi16(1));
             }
-            if BYTES {
-                // 32 bytes, the lanes' eight each in order: stored by the same rule.
-                let v = _mm512_cvtepi16_epi8(q);
-                let o = |m: usize| out[i][m] as *mut u8;
-                match M {
-                    1 => _mm256_storeu_si256(o(0).add(32 * b) as *mut __m256i, v),
-                    2 => {
-                        _mm_storeu_si128(o(0).add(16 * b) as *mut __m128i, _mm256_castsi256_si128(v));
-                        _mm_storeu_si128(o(1).add(16 * b) as *mut __m128i, _mm256_extracti128_si256::<1>(v));
-                    }
-                    _ => {
-                        let (lo, hi) = (_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
-                        _mm_storel_epi64(o(0).add(8 * b) as *mut __m128i, lo);
-                        _mm_storel_epi64(o(1).add(8 * b) as *mut __m128i, _mm_unpackhi_epi64(lo, lo));
-                        _mm_storel_epi64(o(2).add(8 * b) as *mut __m128i, hi);
-                        if M == 4 {
-                            _mm_storel_epi64(o(3).add(8 * b) as *mut __m128i, _mm_unpackhi_epi64(hi, hi));
-                        }
-                    }
-                }
-                continue;
-            }
-            let lo = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(q));
-            let hi = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(q));
-            let (lo, hi) = (_mm512_castsi512_ps(lo), _mm512_castsi512_ps(hi));
-            let out = out[i];
-            // The lanes of `Whole::new`.
+            // 32 bytes, the lanes' eight each in order: stored by the same rule.
+            let v = _mm512_cvtepi16_epi8(q);
+            let o = |m: usize| out[i][m];
             match M {
-                1 => {
-                    _mm512_storeu_ps(out[0].add(32 * b), lo);
-                    _mm512_storeu_ps(out[0].add(32 * b + 16), hi);
+                // Each member's ten bytes where they go in its row, the mask picking them.
+                TEN => {
+                    let o = |m: usize| o(m).add(10 * b).wrapping_sub(10 * m) as *mut i8;
+                    _mm256_mask_storeu_epi8(o(0), 0x3ff, v);
+                    _mm256_mask_storeu_epi8(o(1), 0x3ff << 10, v);
+                    _mm256_mask_storeu_epi8(o(2), 0x3ff << 20, v);
                 }
+                1 => _mm256_storeu_si256(o(0).add(32 * b) as *mut __m256i, v),
                 2 => {
-                    _mm512_storeu_ps(out[0].add(16 * b), lo);
-                    _mm512_storeu_ps(out[1].add(16 * b), hi);
+                    _mm_storeu_si128(o(0).add(16 * b) as *mut __m128i, _mm256_castsi256_si128(v));
+                    _mm_storeu_si128(o(1).add(16 * b) as *mut __m128i, _mm256_extracti128_si256::<1>(v));
                 }
                 _ => {
-                    let half = |v: __m512, h: bool| match h {
-                        false => _mm512_castps512_ps256(v),
-                        true => _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v))),
-                    };
-                    _mm256_storeu_ps(out[0].add(8 * b), half(lo, false));
-                    _mm256_storeu_ps(out[1].add(8 * b), half(lo, true));
-                    _mm256_storeu_ps(out[2].add(8 * b), half(hi, false));
+                    let (lo, hi) = (_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+                    _mm_storel_epi64(o(0).add(8 * b) as *mut __m128i, lo);
+                    _mm_storel_epi64(o(1).add(8 * b) as *mut __m128i, _mm_unpackhi_epi64(lo, lo));
+                    _mm_storel_epi64(o(2).add(8 * b) as *mut __m128i, hi);
                     if M == 4 {
-                        _mm256_storeu_ps(out[3].add(8 * b), half(hi, true));
+                        _mm_storel_epi64(o(3).add(8 * b) as *mut __m128i, _mm_unpackhi_epi64(hi, hi));
                     }
                 }
             }

@@ -19,7 +19,7 @@ use super::super::plan::Quads;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::plan::{Blocks, Compact, Halved, TapGroup};
 #[cfg(target_arch = "x86_64")]
-use super::super::plan::{EvenBox, Pixels, Whole8};
+use super::super::plan::{EvenBox, Pixels, Whole, Whole8};
 #[cfg(target_arch = "aarch64")]
 use super::super::plan::{Planar, WholeTaps};
 use super::super::Converter;
@@ -59,6 +59,17 @@ pub(super) fn quads_avx512<'m>(m: &MultiTap, g: &'m TapGroup) -> Option<&'m Quad
     match &g.q5 {
         Some(five) if unused(3) => Some(five),
         _ => g.q16.as_ref(),
+    }
+}
+
+/// AVX-512: PIL's whole-weight blocks of a group (`plan::Whole`), ten outputs a member where the
+/// group is four-byte pixels whose fourth member no output blends.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn whole_avx512<'m>(m: &MultiTap, g: &'m TapGroup) -> Option<&'m Whole> {
+    let unused = |i: usize| g.members.get(i).is_none_or(|&k| !m.blended[k]);
+    match &g.whole10 {
+        Some(ten) if unused(3) => Some(ten),
+        _ => g.whole.as_ref(),
     }
 }
 
@@ -244,14 +255,8 @@ pub(super) fn multitap_horizontal(
     // `multitap_row` gives each member's row at the content width, which `done` never passes.
     #[cfg(target_arch = "x86_64")]
     {
+        // (PIL's whole-weight groups are the byte ring's, `driver::byte_ring_row`.)
         let b16 = g.b16.as_ref().filter(|p| c.avx512() && fits(p.reach));
-        if let (Some(plan), Some(rest)) = (g.whole.as_ref().filter(|p| c.avx512() && fits(p.reach)), b16) {
-            let done = unsafe { avx512::whole(rows, plan, out, ahead) };
-            if !plan.rest.is_empty() {
-                unsafe { avx512::multitap(rows, rest, pil, out, Some(&plan.rest), 0) };
-            }
-            return done;
-        }
         if let Some(plan) = b16 {
             return unsafe { avx512::multitap(rows, plan, pil, out, None, ahead) };
         }

@@ -109,12 +109,13 @@ fn pil_whole_weights_give_pils_bytes() {
 /// (`weights::pil_tied`: 900p NV12's chroma at 1.25×, 2.5×'s edges) a tie with a negative
 /// remainder sum takes one less; every whole block's output is PIL's byte, on random rows too,
 /// the lanes follow the kernel's store rule, and a block that is not whole (here an output made
-/// neither whole nor tied) names the two 2^-22 blocks of its outputs.
+/// neither whole nor tied) names the two 2^-22 blocks of its outputs; RGBA's ten-output lanes
+/// (`Whole::ten`) likewise, a block not whole naming 2^-22 blocks that hold its outputs.
 #[test]
 #[allow(clippy::needless_range_loop)]
 fn whole_blocks_give_pils_bytes() {
     use crate::preprocess::Interpolation as I;
-    let (mut checked, mut rest, mut ties) = (0, 0, 0);
+    let (mut checked, mut rest, mut ties, mut tens) = (0, 0, 0, 0);
     let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
     for format in [PixelFormat::Nv12, PixelFormat::Rgba, PixelFormat::Rgb, PixelFormat::Gray8] {
         let (_, comps) = components(format).unwrap();
@@ -140,53 +141,77 @@ fn whole_blocks_give_pils_bytes() {
             });
             let plan = MultiTap::new(cols.clone(), cols.clone(), &comps, row_len, true);
             for g in &plan.groups {
-                let Some(wb) = &g.whole else { continue };
                 let lead = comps[g.members[0]];
                 let t = &cols[usize::from(lead.chroma)];
-                let window = if wb.narrow { 64 } else { 128 };
-                assert!(wb.reach <= row_len[lead.plane]);
-                // The blocks that are not whole: the 2^-22 plan's blocks 2b and 2b + 1 make the
-                // same outputs.
-                let outputs = |targets: &[u32], per: usize| {
-                    let mut v: Vec<(u32, u32)> = targets
-                        .iter()
-                        .filter(|&&l| l != taps::IDLE)
-                        .flat_map(|&l| (0..per as u32).map(move |i| (l >> 24, (l & 0xff_ffff) + i)))
-                        .collect();
-                    v.sort();
-                    v
-                };
-                let b16 = g.b16.as_ref().unwrap();
-                for b in (0..wb.targets.len()).filter(|&b| !wb.whole[b]) {
-                    assert!(wb.rest.contains(&(2 * b as u32)) && wb.rest.contains(&(2 * b as u32 + 1)));
-                    let pair: Vec<u32> = [2 * b, 2 * b + 1].iter().flat_map(|&r| b16.targets[r]).collect();
-                    assert_eq!(
-                        outputs(&wb.targets[b], 8),
-                        outputs(&pair, 4),
-                        "{format:?} {w}->{n} block {b}"
-                    );
-                    rest += 1;
-                }
-                for (round, b, targets) in (0..4).flat_map(|r| {
-                    wb.targets.iter().enumerate().filter(|&(b, _)| wb.whole[b]).map(move |(b, t)| (r, b, t))
-                }) {
-                    let row: Vec<u8> = (0..row_len[lead.plane])
-                        .map(|i| if round == 0 { (i * 97 % 253) as u8 } else { next() as u8 })
-                        .collect();
-                    let win = &row[wb.bases[b] as usize..][..window];
-                    for l in 0..4 {
-                        let mm = g.members.len();
-                        let rule = match mm {
-                            1 => Some((0, 32 * b + 8 * l)),
-                            2 => Some((l / 2, 16 * b + 8 * (l % 2))),
-                            _ => (l < mm).then_some((l, 8 * b)),
-                        };
-                        let got = (targets[l] != taps::IDLE)
-                            .then(|| ((targets[l] >> 24) as usize, (targets[l] & 0xff_ffff) as usize));
-                        assert_eq!(got, rule, "{format:?} {w}->{n} block {b} lane {l}");
-                        let Some((m, x0)) = got else { continue };
-                        for i in 0..8 {
-                            let lane = 8 * l + i;
+                // Four-byte pixels have ten-output lanes too (`Whole::ten`).
+                let pixels = matches!(format, PixelFormat::Rgba);
+                assert_eq!(g.whole10.is_some(), pixels && g.whole.is_some(), "{format:?} {w}->{n}");
+                for wb in g.whole.iter().chain(&g.whole10) {
+                    let window = if wb.narrow { 64 } else { 128 };
+                    assert!(wb.reach <= row_len[lead.plane]);
+                    // The blocks that are not whole: the 2^-22 plan's blocks in `rest` make
+                    // their outputs (the lanes of `new`: blocks 2b and 2b + 1, the same outputs).
+                    let outputs = |targets: &[u32], per: usize| {
+                        let mut v: Vec<(u32, u32)> = targets
+                            .iter()
+                            .filter(|&&l| l != taps::IDLE)
+                            .flat_map(|&l| (0..per as u32).map(move |i| (l >> 24, (l & 0xff_ffff) + i)))
+                            .collect();
+                        v.sort();
+                        v
+                    };
+                    let b16 = g.b16.as_ref().unwrap();
+                    for b in (0..wb.bases.len()).filter(|&b| !wb.whole[b]) {
+                        let made = outputs(
+                            &wb.rest.iter().flat_map(|&r| b16.targets[r as usize]).collect::<Vec<_>>(),
+                            4,
+                        );
+                        for (_, m, x) in wb.words(b) {
+                            assert!(made.contains(&(m as u32, x as u32)), "{format:?} {w}->{n} block {b}");
+                        }
+                        if !wb.ten {
+                            assert!(
+                                wb.rest.contains(&(2 * b as u32)) && wb.rest.contains(&(2 * b as u32 + 1))
+                            );
+                            let pair: Vec<u32> =
+                                [2 * b, 2 * b + 1].iter().flat_map(|&r| b16.targets[r]).collect();
+                            assert_eq!(
+                                outputs(&wb.targets[b], 8),
+                                outputs(&pair, 4),
+                                "{format:?} {w}->{n} block {b}"
+                            );
+                        }
+                        rest += 1;
+                    }
+                    let mm = g.members.len();
+                    for b in (0..wb.bases.len()).filter(|&b| wb.whole[b] && !wb.ten) {
+                        // The lanes of `new` follow the kernel's store rule.
+                        for l in 0..4 {
+                            let rule = match mm {
+                                1 => Some((0, 32 * b + 8 * l)),
+                                2 => Some((l / 2, 16 * b + 8 * (l % 2))),
+                                _ => (l < mm).then_some((l, 8 * b)),
+                            };
+                            let targets = wb.targets[b];
+                            let got = (targets[l] != taps::IDLE)
+                                .then(|| ((targets[l] >> 24) as usize, (targets[l] & 0xff_ffff) as usize));
+                            assert_eq!(got, rule, "{format:?} {w}->{n} block {b} lane {l}");
+                        }
+                    }
+                    for (round, b) in
+                        (0..4).flat_map(|r| (0..wb.bases.len()).filter(|&b| wb.whole[b]).map(move |b| (r, b)))
+                    {
+                        let row: Vec<u8> = (0..row_len[lead.plane])
+                            .map(|i| if round == 0 { (i * 97 % 253) as u8 } else { next() as u8 })
+                            .collect();
+                        let win = &row[wb.bases[b] as usize..][..window];
+                        let words = wb.words(b);
+                        assert_eq!(
+                            words.len(),
+                            if wb.ten { 30 } else { 8 * mm.min(4) * (4 / mm) },
+                            "every word"
+                        );
+                        for (lane, m, x) in words {
                             let (mut s, mut e) = (0i32, 0i32);
                             for p in 0..wb.pairs {
                                 let at = b * wb.pairs + p;
@@ -210,11 +235,11 @@ fn whole_blocks_give_pils_bytes() {
                                 q -= 1;
                                 ties += 1;
                             }
-                            let x = x0 + i;
                             let k = g.members[m];
                             let pil = pil_byte(t, &row, plan.base[k][x] as usize, comps[k].step, x);
-                            assert_eq!(q as i64, pil, "{format:?} {w}->{n} block {b} lane {l} output {x}");
+                            assert_eq!(q as i64, pil, "{format:?} {w}->{n} block {b} word {lane} output {x}");
                             checked += 1;
+                            tens += usize::from(wb.ten);
                         }
                     }
                 }
@@ -222,8 +247,8 @@ fn whole_blocks_give_pils_bytes() {
         }
     }
     assert!(
-        checked > 10_000 && rest > 0 && ties > 40,
-        "{checked} outputs, {rest} blocks not whole, {ties} ties"
+        checked > 10_000 && rest > 0 && ties > 40 && tens > 5_000,
+        "{checked} outputs ({tens} in ten-output lanes), {rest} blocks not whole, {ties} ties"
     );
 }
 
