@@ -55,21 +55,28 @@ pub(super) fn rows_first_avx512(g: &TapGroup) -> Option<(Across<'_>, Option<&Com
 /// member where the group is four-byte pixels whose fourth member no output blends.
 #[cfg(target_arch = "x86_64")]
 pub(super) fn quads_avx512<'m>(m: &MultiTap, g: &'m TapGroup) -> Option<&'m Quads> {
-    let unused = |i: usize| g.members.get(i).is_none_or(|&k| !m.blended[k]);
-    match &g.q5 {
-        Some(five) if unused(3) => Some(five),
-        _ => g.q16.as_ref(),
-    }
+    without_alpha(m, g, &g.q5, &g.q16)
 }
 
 /// AVX-512: PIL's whole-weight blocks of a group (`plan::Whole`), ten outputs a member where the
 /// group is four-byte pixels whose fourth member no output blends.
 #[cfg(target_arch = "x86_64")]
 pub(super) fn whole_avx512<'m>(m: &MultiTap, g: &'m TapGroup) -> Option<&'m Whole> {
-    let unused = |i: usize| g.members.get(i).is_none_or(|&k| !m.blended[k]);
-    match &g.whole10 {
-        Some(ten) if unused(3) => Some(ten),
-        _ => g.whole.as_ref(),
+    without_alpha(m, g, &g.whole10, &g.whole)
+}
+
+/// `pixels` (a plan that leaves a four-byte pixel's fourth member out) where group `g` has it
+/// and no output blends that member, else `other`.
+#[cfg(target_arch = "x86_64")]
+fn without_alpha<'m, P>(
+    m: &MultiTap,
+    g: &TapGroup,
+    pixels: &'m Option<P>,
+    other: &'m Option<P>,
+) -> Option<&'m P> {
+    match pixels {
+        Some(p) if g.members.get(3).is_none_or(|&k| !m.blended[k]) => Some(p),
+        _ => other.as_ref(),
     }
 }
 
