@@ -283,10 +283,11 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize>(
     assert!(rows.len() >= R && out.len() >= R && (1..=3).contains(&R));
     let pairs = plan.pairs;
     let blocks = plan.bases.len().min(plan.plain.len());
+    let tables = plan.d.len().min(plan.mul.len()).min(plan.shift.len());
     assert!(
-        plan.ctl.len() >= blocks * pairs && plan.k.len() >= blocks * pairs && plan.n.len() >= blocks * pairs
+        plan.ctl.len() >= tables * pairs && plan.k.len() >= tables * pairs && plan.n.len() >= tables * pairs
     );
-    assert!(plan.d.len() >= blocks && plan.mul.len() >= blocks && plan.shift.len() >= blocks);
+    assert!(plan.table.len() >= blocks && plan.table[..blocks].iter().all(|&t| (t as usize) < tables));
     assert!(plan.tied.iter().all(|&b| (b as usize) < blocks), "tied blocks are blocks");
     let row: [*const u8; R] = std::array::from_fn(|i| rows[i].as_ptr());
     for b in 0..blocks {
@@ -318,19 +319,20 @@ unsafe fn whole_block<const NARROW: bool, const M: usize, const R: usize, const 
 ) {
     let pairs = plan.pairs;
     let base = *plan.bases.get_unchecked(b) as usize;
+    let t = *plan.table.get_unchecked(b) as usize;
     unsafe {
         let a: [__m512i; R] = std::array::from_fn(|i| _mm512_loadu_si512(row[i].add(base) as *const _));
         let c: [__m512i; R] = std::array::from_fn(|i| match NARROW {
             true => a[i],
             false => _mm512_loadu_si512(row[i].add(base + 64) as *const _),
         });
-        let d = _mm512_load_si512(plan.d.as_ptr().add(b) as *const _);
+        let d = _mm512_load_si512(plan.d.as_ptr().add(t) as *const _);
         // Sums from `D` over twice the weights are `2S + D` (`Whole::k`); with ties, the
         // remainders' sums beside them (`Whole::n`).
         let mut s = [d; R];
         let mut e = [_mm512_setzero_si512(); R];
         for p in 0..pairs {
-            let at = b * pairs + p;
+            let at = t * pairs + p;
             let ctl = _mm512_load_si512(plan.ctl.as_ptr().add(at) as *const _);
             let k = _mm512_load_si512(plan.k.as_ptr().add(at) as *const _);
             for i in 0..R {
@@ -345,8 +347,8 @@ unsafe fn whole_block<const NARROW: bool, const M: usize, const R: usize, const 
                 }
             }
         }
-        let mul = _mm512_load_si512(plan.mul.as_ptr().add(b) as *const _);
-        let shift = _mm512_load_si512(plan.shift.as_ptr().add(b) as *const _);
+        let mul = _mm512_load_si512(plan.mul.as_ptr().add(t) as *const _);
+        let shift = _mm512_load_si512(plan.shift.as_ptr().add(t) as *const _);
         for i in 0..R {
             // 2S + D < 2^16 (`WHOLE_MAX`), then ⌊· / 2D⌋.
             let mut q = _mm512_srlv_epi16(_mm512_mulhi_epu16(s[i], mul), shift);

@@ -110,7 +110,8 @@ fn pil_whole_weights_give_pils_bytes() {
 /// remainder sum takes one less; every whole block's output is PIL's byte, on random rows too,
 /// the lanes follow the kernel's store rule, and a block that is not whole (here an output made
 /// neither whole nor tied) names the two 2^-22 blocks of its outputs; RGBA's ten-output lanes
-/// (`Whole::ten`) likewise, a block not whole naming 2^-22 blocks that hold its outputs.
+/// (`Whole::ten`) likewise, a block not whole naming 2^-22 blocks that hold its outputs; at 3×
+/// the blocks share a few tables.
 #[test]
 #[allow(clippy::needless_range_loop)]
 fn whole_blocks_give_pils_bytes() {
@@ -149,6 +150,11 @@ fn whole_blocks_give_pils_bytes() {
                 for wb in g.whole.iter().chain(&g.whole10) {
                     let window = if wb.narrow { 64 } else { 128 };
                     assert!(wb.reach <= row_len[lead.plane]);
+                    // Blocks share their tables: at 3× the first, the inner and the last blocks'.
+                    assert_eq!(wb.table.len(), wb.bases.len());
+                    if (w, n) == (1920, 640) {
+                        assert!(wb.d.len() <= 4, "{format:?} {w}->{n}: {} tables", wb.d.len());
+                    }
                     // The blocks that are not whole: the 2^-22 plan's blocks in `rest` make
                     // their outputs (the lanes of `new`: blocks 2b and 2b + 1, the same outputs).
                     let outputs = |targets: &[u32], per: usize| {
@@ -205,6 +211,8 @@ fn whole_blocks_give_pils_bytes() {
                             .map(|i| if round == 0 { (i * 97 % 253) as u8 } else { next() as u8 })
                             .collect();
                         let win = &row[wb.bases[b] as usize..][..window];
+                        // The block's table (shared by the blocks that compute the same).
+                        let tb = wb.table[b] as usize;
                         let words = wb.words(b);
                         assert_eq!(
                             words.len(),
@@ -214,7 +222,7 @@ fn whole_blocks_give_pils_bytes() {
                         for (lane, m, x) in words {
                             let (mut s, mut e) = (0i32, 0i32);
                             for p in 0..wb.pairs {
-                                let at = b * wb.pairs + p;
+                                let at = tb * wb.pairs + p;
                                 let (c, k, nn) = (&wb.ctl[at].0, &wb.k[at].0, &wb.n[at].0);
                                 let (x0, x1) =
                                     (win[c[2 * lane] as usize] as i32, win[c[2 * lane + 1] as usize] as i32);
@@ -222,9 +230,9 @@ fn whole_blocks_give_pils_bytes() {
                                 e += x0 * nn[2 * lane] as i32 + x1 * nn[2 * lane + 1] as i32;
                             }
                             // Twice the weights (`Whole::k`): the sum from `D` is `2S + D`.
-                            let d = wb.d[b].0[lane] as u32;
+                            let d = wb.d[tb].0[lane] as u32;
                             let tt = (s + d as i32) as u32;
-                            let mut q = (tt * wb.mul[b].0[lane] as u32) >> 16 >> wb.shift[b].0[lane];
+                            let mut q = (tt * wb.mul[tb].0[lane] as u32) >> 16 >> wb.shift[tb].0[lane];
                             assert!(wb.tied.contains(&(b as u32)) != wb.plain[b], "tied or plain");
                             assert!(
                                 wb.tied.contains(&(b as u32)) || e == 0,
