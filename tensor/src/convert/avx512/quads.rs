@@ -105,12 +105,17 @@ unsafe fn quads_of<
 ) {
     let quads = if Q > 0 { Q } else { plan.quads };
     let blocks = plan.bases.len();
-    assert!(plan.ctl.len() >= blocks * quads && plan.k.len() >= blocks * quads && rows.len() >= R);
+    let tables = plan.ctl.len().min(plan.k.len()) / quads;
+    assert!(plan.table.len() >= blocks && plan.table[..blocks].iter().all(|&t| (t as usize) < tables));
+    assert!(rows.len() >= R);
     let row: [*const u8; R] = std::array::from_fn(|r| rows[r]);
     let kr: [__m512i; R] = std::array::from_fn(|r| _mm512_set1_epi32(i32::from(k[r])));
     let inv = _mm512_set1_ps(inv);
+    // One quad a block: its table held while the blocks share it.
+    let (mut held, mut ctl, mut w) = (usize::MAX, _mm512_setzero_si512(), _mm512_setzero_si512());
     for b in 0..blocks {
         let base = *plan.bases.get_unchecked(b) as usize;
+        let tb = *plan.table.get_unchecked(b) as usize;
         if ASK {
             // NTA, not `prefetch`'s T1: each line is summed for one output row (two at most, at
             // 1.5×). Engine, uint8 `area`, Zen 5, T1 → NTA, best of 80, alternated twice: RGBA
@@ -134,8 +139,13 @@ unsafe fn quads_of<
         };
         let mut acc = _mm512_setzero_si512();
         if Q == 1 {
-            let ctl = _mm512_load_si512(plan.ctl.as_ptr().add(b) as *const _);
-            let w = _mm512_load_si512(plan.k.as_ptr().add(b) as *const _);
+            if tb != held {
+                (ctl, w) = (
+                    _mm512_load_si512(plan.ctl.as_ptr().add(tb) as *const _),
+                    _mm512_load_si512(plan.k.as_ptr().add(tb) as *const _),
+                );
+                held = tb;
+            }
             for r in 0..R {
                 let t = pick(ctl, r);
                 match ONE {
@@ -150,7 +160,7 @@ unsafe fn quads_of<
             for r in 0..R {
                 let mut h = _mm512_setzero_si512();
                 for q in 0..quads {
-                    let at = b * quads + q;
+                    let at = tb * quads + q;
                     let ctl = _mm512_load_si512(plan.ctl.as_ptr().add(at) as *const _);
                     let w = _mm512_load_si512(plan.k.as_ptr().add(at) as *const _);
                     h = _mm512_dpbusd_epi32(h, pick(ctl, r), w);

@@ -102,7 +102,9 @@ unsafe fn quads_of<const R: usize, const ONE: bool, const M: usize, const Q: usi
     ahead: usize,
 ) {
     let (quads, blocks) = (if Q > 0 { Q } else { plan.quads }, plan.bases.len() / 4);
-    assert!(plan.ctl.len() >= blocks * quads && plan.k.len() >= blocks * quads && rows.len() >= R);
+    let count = plan.ctl.len().min(plan.k.len()) / quads;
+    assert!(plan.table.len() >= blocks && plan.table[..blocks].iter().all(|&t| (t as usize) < count));
+    assert!(rows.len() >= R);
     let row: [*const u8; R] = std::array::from_fn(|r| rows[r]);
     let inv = vdupq_n_f32(inv);
     // Quad `at`'s indices and weights (whole and not negative: the signed bytes read as unsigned).
@@ -120,13 +122,14 @@ unsafe fn quads_of<const R: usize, const ONE: bool, const M: usize, const Q: usi
                 crate::convert::hint::prefetch(row[r].wrapping_add(base[0] + ahead));
             }
         }
-        let first = tables(b * quads);
+        let tb = *plan.table.get_unchecked(b) as usize;
+        let first = tables(tb * quads);
         let mut acc = [vdupq_n_u32(0); 4];
         for r in 0..R {
             let window: [uint8x16_t; 4] = std::array::from_fn(|l| vld1q_u8(row[r].add(base[l])));
             let mut h = [vdupq_n_u32(0); 4];
             for q in 0..quads {
-                let (c, w) = if Q == 1 { first } else { tables(b * quads + q) };
+                let (c, w) = if Q == 1 { first } else { tables(tb * quads + q) };
                 for i in 0..4 {
                     let t = vqtbl1q_u8(window[i], c[i]);
                     match ONE {
