@@ -4,6 +4,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::taps::store_lanes;
+use crate::convert::hint::prefetch_window_once;
 use crate::convert::plan::Quads;
 use std::arch::x86_64::*;
 
@@ -121,12 +122,7 @@ unsafe fn quads_of<
             // 1.5×). Engine, uint8 `area`, Zen 5, T1 → NTA, best of 80, alternated twice: RGBA
             // on 8 rotating frames 0.265–0.280 → 0.247–0.255 ms, on 32 0.358–0.391 → 0.346–0.352,
             // YUY2 on 32 0.211–0.224 → 0.196–0.199; NV12, hot frames and 900p level.
-            for r in 0..R {
-                _mm_prefetch::<_MM_HINT_NTA>(row[r].wrapping_add(base + ahead) as *const i8);
-                if !NARROW {
-                    _mm_prefetch::<_MM_HINT_NTA>(row[r].wrapping_add(base + ahead + 64) as *const i8);
-                }
-            }
+            prefetch_window_once(&row, base + ahead, !NARROW);
         }
         let window: [__m512i; R] = std::array::from_fn(|r| _mm512_loadu_si512(row[r].add(base) as *const _));
         let upper: [__m512i; R] = std::array::from_fn(|r| match NARROW {
