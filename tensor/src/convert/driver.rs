@@ -387,7 +387,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                             ahead| unsafe {
                     avx512::vertical_bytes(rows, wi, whole, out, ahead)
                 };
-                skip |= byte_ring_row(c, m, src, cy, s, takes, horiz, vert);
+                skip |= byte_ring_row(c, m, src, cy, s, takes, true, horiz, vert);
             }
             // PIL's filters at AVX2: a ring of bytes too, for every group the level's blocks take
             // (`avx2_pil8_plan`, `avx2_ring` above). Over the f32 ring, 1080p NV12
@@ -409,7 +409,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                      whole: Option<(&[i16], u8, (u16, u16))>,
                      out: &mut [f32],
                      ahead| unsafe { avx2::vertical_bytes(rows, wi, whole, out, ahead) };
-                skip |= byte_ring_row(c, m, src, cy, s, takes, horiz, vert);
+                skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vert);
             }
             // PIL's filters at NEON: the byte ring for the groups with tap-by-tap blocks
             // (`neon_pil8_plan`, `neon_ring` above); the others through the f32 ring below.
@@ -428,7 +428,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                      whole: Option<(&[i16], u8, (u16, u16))>,
                      out: &mut [f32],
                      ahead| unsafe { neon::vertical_bytes(rows, wi, whole, out, ahead) };
-                skip |= byte_ring_row(c, m, src, cy, s, takes, horiz, vert);
+                skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vert);
             }
             #[cfg(target_arch = "x86_64")]
             if c.avx2() && !s.ring.sums.is_empty() {
@@ -680,7 +680,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
 
 /// Output row `cy` of PIL's filters through the byte ring (`multitap::pil8_row`) with a level's
 /// horizontal blocks (`horiz`, lent the scratch's rows for packed or split rows) and vertical pass
-/// (`vert`), for the groups `takes` accepts: AVX-512's, AVX2's and NEON's. Returns the groups
+/// (`vert`), for the groups `takes` accepts (`pixels_ask`: as `pil8_row`): AVX-512's, AVX2's and
+/// NEON's. Returns the groups
 /// done (bit `g`).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
@@ -692,6 +693,7 @@ fn byte_ring_row(
     cy: usize,
     s: &mut Scratch,
     takes: impl Fn(usize) -> bool,
+    pixels_ask: bool,
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize, &mut [u8]) -> usize,
     vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [f32], Trickle) -> usize,
 ) -> u32 {
@@ -699,8 +701,18 @@ fn byte_ring_row(
     let lent = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize| {
         horiz(g, rows, out, ahead, &mut packed)
     };
-    let (groups, made) =
-        multitap::pil8_row(m, &c.comps, &src.planes, cy, &mut s.ring, &mut s.comps, takes, lent, vert);
+    let (groups, made) = multitap::pil8_row(
+        m,
+        &c.comps,
+        &src.planes,
+        cy,
+        &mut s.ring,
+        &mut s.comps,
+        takes,
+        pixels_ask,
+        lent,
+        vert,
+    );
     s.ring.packed_rows = packed;
     s.counts.sampled += made;
     groups

@@ -59,15 +59,16 @@ pub(super) struct Ring {
 /// members' byte rows (`out[i][j]`, the content width; whole blocks, it says how many; asking
 /// for the lines `ahead` on),
 /// `vert(rows, wi, whole, out, ahead)` blends byte rows into a component's row (whole steps;
-/// asking for the lines `ahead` through its steps, `ahead_rows`, except on x86 for groups of
-/// four-byte pixels read as they are (more than two members, no `TapGroup::compact`), whose
-/// `horiz` asks for those lines itself: there the vertical pass asking again cost more than it
-/// won (in isolation, 640 outputs over five rows in L1 took 39 ns a row, 70 asking for three
+/// asking for the lines `ahead` through its steps, `ahead_rows`, except where `pixels_ask` for
+/// groups of four-byte pixels read as they are (more than two members, no
+/// `TapGroup::compact`), whose `horiz` asks for those lines itself: at AVX-512 the vertical
+/// pass asking again cost more than it won (in isolation, 640 outputs over five rows in L1 took 39 ns a row, 70 asking for three
 /// 1920-byte rows' lines). Engine, uint8 `bilinear-antialias`, Zen 5, best of 80, alternated four
 /// times: RGBA hot 0.327–0.335 → 0.308–0.314 ms, 8 rotating frames 0.374–0.398 → 0.352–0.357,
 /// 32 frames 0.391–0.423 → 0.385–0.407, 1600×900 on 8 frames 0.319–0.326 → 0.288–0.299.
 /// NV12 measured slower without it (hot 0.191–0.200 → 0.201–0.212), and YUY2, whose packed
-/// rows' kernels ask for nothing, much slower (8 frames 0.370–0.413 → 0.441–0.466)); the loops
+/// rows' kernels ask for nothing, much slower (8 frames 0.370–0.413 → 0.441–0.466); RGBA at
+/// AVX2 too, 8 frames 0.662–0.682 → 0.722–0.774); the loops
 /// here do the rest with PIL's sums. Returns the groups done (bit `g`) and the outputs `horiz`
 /// made.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -81,6 +82,7 @@ pub(super) fn pil8_row(
     ring: &mut Ring,
     out: &mut [Lines<f32>; 4],
     takes: impl Fn(usize) -> bool,
+    pixels_ask: bool,
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize) -> usize,
     mut vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [f32], Trickle) -> usize,
 ) -> (u32, u64) {
@@ -131,7 +133,7 @@ pub(super) fn pil8_row(
                 }
             }
         }
-        let asks = cfg!(target_arch = "x86_64") && g.compact.is_none() && g.members.len() > 2;
+        let asks = pixels_ask && g.compact.is_none() && g.members.len() > 2;
         let asked = if asks { 0..0 } else { ahead_rows(rows, cy, stride) };
         let ahead = Trickle::over(bytes, asked).part(g.part);
         let blended = g.members.iter().filter(|&&k| m.blended[k]).count() as u32;
