@@ -74,13 +74,14 @@ unsafe fn whole_blocks<const L: usize, const M: usize, const R: usize, const P: 
     assert!(plan.pieces == L && rows.len() >= R && out.len() >= R && (1..=2).contains(&M));
     assert!(P == 0 || plan.pairs == P);
     let pairs = if P == 0 { plan.pairs } else { P };
-    let blocks = plan.bases.len().min(plan.plain.len()).min(plan.d.len()).min(plan.mul.len());
+    let blocks = plan.bases.len().min(plan.plain.len()).min(plan.table.len());
+    let tables = plan.d.len().min(plan.mul.len()).min(plan.shift.len());
     assert!(
-        plan.shift.len() >= blocks
-            && plan.k.len() >= blocks * pairs
-            && plan.n.len() >= blocks * pairs
-            && plan.ctl.len() >= blocks * pairs * L
+        plan.k.len() >= tables * pairs
+            && plan.n.len() >= tables * pairs
+            && plan.ctl.len() >= tables * pairs * L
     );
+    assert!(plan.table[..blocks].iter().all(|&t| (t as usize) < tables), "tables are tables");
     assert!(plan.tied.iter().all(|&b| (b as usize) < blocks), "tied blocks are blocks");
     // Loops, not `array::from_fn`: with the pair count a constant, LLVM left those closures
     // outlined, without AVX2, and NV12's kernel ran 25 % slower.
@@ -113,6 +114,7 @@ unsafe fn whole_block<const L: usize, const M: usize, const R: usize, const TIE:
 ) {
     unsafe {
         let [s0, s1] = *plan.bases.get_unchecked(b);
+        let t = *plan.table.get_unchecked(b) as usize;
         let (s0, s1) = (s0 as usize, s1 as usize);
         if ahead != 0 {
             for &r in row {
@@ -130,11 +132,11 @@ unsafe fn whole_block<const L: usize, const M: usize, const R: usize, const TIE:
         }
         // Sums from `D` over twice the weights are `2S + D` (`Whole8::k`); with ties, the
         // remainders' sums beside them (`Whole8::n`).
-        let d = _mm256_load_si256(plan.d.as_ptr().add(b) as *const __m256i);
+        let d = _mm256_load_si256(plan.d.as_ptr().add(t) as *const __m256i);
         let mut s = [d; R];
         let mut e = [_mm256_setzero_si256(); R];
         for p in 0..pairs {
-            let at = b * pairs + p;
+            let at = t * pairs + p;
             let ctl = plan.ctl.as_ptr().add(at * L) as *const __m256i;
             let mut c = [_mm256_setzero_si256(); L];
             for q in 0..L {
@@ -153,8 +155,8 @@ unsafe fn whole_block<const L: usize, const M: usize, const R: usize, const TIE:
                 }
             }
         }
-        let mul = _mm256_load_si256(plan.mul.as_ptr().add(b) as *const __m256i);
-        let count = _mm_cvtsi64_si128(*plan.shift.get_unchecked(b) as i64);
+        let mul = _mm256_load_si256(plan.mul.as_ptr().add(t) as *const __m256i);
+        let count = _mm_cvtsi64_si128(*plan.shift.get_unchecked(t) as i64);
         let mut q = [d; R];
         for i in 0..R {
             // ⌊⌊t · m / 2^16⌋ / 2^s⌋.

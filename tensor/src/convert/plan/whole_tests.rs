@@ -309,6 +309,11 @@ fn avx2_whole_blocks_give_pils_bytes() {
                 };
                 let Some(wb) = w8 else { continue };
                 plans += 1;
+                // Blocks share their tables: at 3× the first, the inner and the last blocks'.
+                assert_eq!(wb.table.len(), wb.bases.len());
+                if (w, n) == (1920, 640) {
+                    assert!(wb.d.len() <= 4, "{format:?} {w}->{n}: {} tables", wb.d.len());
+                }
                 let b8 = b8.expect("whole blocks come with the 2^-22 blocks");
                 let mm = g.members.len();
                 let own = wb.whole.len();
@@ -328,14 +333,16 @@ fn avx2_whole_blocks_give_pils_bytes() {
                     };
                     assert!(wb.reach <= row.len());
                     for b in (0..own).filter(|&b| wb.whole[b]) {
+                        // The block's table (shared by the blocks that compute the same).
+                        let tb = wb.table[b] as usize;
                         for l in 0..2 {
                             let (m, x0) = if mm == 1 { (0, 16 * b + 8 * l) } else { (l, 8 * b) };
                             let win = &row[wb.bases[b][l] as usize..][..16 * wb.pieces];
                             for i in 0..8 {
                                 let lane = 8 * l + i;
-                                let (mut s, mut e) = (wb.d[b].0[lane] as i32, 0i32);
+                                let (mut s, mut e) = (wb.d[tb].0[lane] as i32, 0i32);
                                 for p in 0..wb.pairs {
-                                    let at = b * wb.pairs + p;
+                                    let at = tb * wb.pairs + p;
                                     for h in 0..2 {
                                         let idx = 16 * l + 2 * i + h;
                                         let named: Vec<usize> = (0..wb.pieces)
@@ -349,11 +356,11 @@ fn avx2_whole_blocks_give_pils_bytes() {
                                         }
                                     }
                                 }
-                                let mut q = ((s as u32 * wb.mul[b].0[lane] as u32) >> 16) >> wb.shift[b];
+                                let mut q = ((s as u32 * wb.mul[tb].0[lane] as u32) >> 16) >> wb.shift[tb];
                                 // A tie with a negative remainder sum (the tied blocks only).
                                 if wb.tied.contains(&(b as u32)) {
                                     tied += 1;
-                                    if q * 2 * wb.d[b].0[lane] as u32 == s as u32 && e < 0 {
+                                    if q * 2 * wb.d[tb].0[lane] as u32 == s as u32 && e < 0 {
                                         q -= 1;
                                     }
                                 } else {
