@@ -58,6 +58,28 @@ pub(super) fn quads_avx512<'m>(m: &MultiTap, g: &'m TapGroup) -> Option<&'m Quad
     without_alpha(m, g, &g.q5, &g.q16)
 }
 
+/// PIL's byte ring at AVX-512 for group `gi`: its whole-weight plan and the 2^-22 one for its
+/// other blocks, over the rows as they are or packed (`plan::Compact`, returned).
+#[cfg(target_arch = "x86_64")]
+pub(super) fn avx512_pil8_plan<'m>(
+    m: &'m MultiTap,
+    comps: &[Comp],
+    gi: usize,
+) -> Option<(&'m Whole, &'m Blocks, Option<&'m Compact>)> {
+    let g = &m.groups[gi];
+    let len = m.row_len[comps[g.members[0]].plane];
+    match g.compact.as_deref().filter(|p| p.whole.is_some()) {
+        Some(p) => match (&p.whole, &p.b16) {
+            (Some(w), Some(b)) => Some((w, b, Some(p))),
+            _ => None,
+        },
+        None => match (whole_avx512(m, g), &g.b16) {
+            (Some(w), Some(b)) if w.reach <= len && b.reach <= len => Some((w, b, None)),
+            _ => None,
+        },
+    }
+}
+
 /// AVX-512: PIL's whole-weight blocks of a group (`plan::Whole`), ten outputs a member where the
 /// group is four-byte pixels whose fourth member no output blends.
 #[cfg(target_arch = "x86_64")]
