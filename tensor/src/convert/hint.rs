@@ -21,9 +21,9 @@ pub(super) fn prefetch(p: *const u8) {
 }
 
 /// The line holding `p`, for a kernel that reads it once (x86 NTA: into the first-level cache,
-/// not kept in the others). The kernels that filter a frame's row once measured better with it
-/// than with `prefetch`'s T1 on Zen 5 (`avx512::box_quads`, `avx512::whole_bytes`); the packing
-/// of YUY2's rows did not (`bilinear-antialias` on 8 rotating frames 0.351–0.376 →
+/// not kept in the others). The quad blocks, which sum a frame's row once, measured better with
+/// it than with `prefetch`'s T1 on Zen 5 (`avx512::box_quads`); the packing of YUY2's rows did
+/// not (`bilinear-antialias` on 8 rotating frames 0.351–0.376 →
 /// 0.366–0.406 ms). (aarch64: `prefetch`'s `pldl1keep`, unmeasured.)
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
@@ -34,6 +34,36 @@ pub(super) fn prefetch_once(p: *const u8) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     prefetch(p);
+}
+
+/// The line holding `p`, into the first-level cache (x86 T0). PIL's whole blocks at AVX-512
+/// (`avx512::whole_bytes`), which read three rows at a time and keep nothing of them, measured
+/// best with it: engine, uint8 `bilinear-antialias`, Zen 5, best of 80, alternated three times,
+/// NTA → T0, RGBA hot 0.310–0.313 → 0.278–0.291 ms, 8 rotating frames 0.356–0.390 →
+/// 0.305–0.362, NV12 on 32 frames 0.205–0.212 → 0.197–0.200 (the others level); the quad blocks
+/// measured worse with it than with NTA (`area`, NV12 hot 0.119–0.121 → 0.131–0.137, YUY2
+/// 0.155–0.158 → 0.171–0.180). (aarch64: `prefetch`'s `pldl1keep`.)
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[inline(always)]
+pub(super) fn prefetch_near(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    prefetch(p);
+}
+
+/// `prefetch_window` by `prefetch_near`.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[inline(always)]
+pub(super) fn prefetch_window_near(rows: &[*const u8], at: usize, wide: bool) {
+    for &r in rows {
+        prefetch_near(r.wrapping_add(at));
+        if wide {
+            prefetch_near(r.wrapping_add(at + 64));
+        }
+    }
 }
 
 /// `prefetch_window` by `prefetch_once`.

@@ -5,7 +5,7 @@
 
 #![allow(clippy::needless_range_loop)]
 
-use crate::convert::hint::{prefetch_window, prefetch_window_once};
+use crate::convert::hint::{prefetch_window, prefetch_window_near};
 use crate::convert::plan::{Blocks, Whole, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT};
 use std::arch::x86_64::*;
 
@@ -294,11 +294,8 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize>(
         let base = *plan.bases.get_unchecked(b) as usize;
         // Every block's window, whole or not: the rows' lines in order, a few per block.
         if ahead != 0 {
-            // NTA, as the quad blocks (`avx512::box_quads`): each line is filtered once. Engine,
-            // uint8 `bilinear-antialias`, Zen 5, T1 → NTA, best of 80, alternated three times:
-            // RGBA hot 0.326–0.333 → 0.305–0.316 ms, 8 rotating frames 0.337–0.344 →
-            // 0.318–0.341, 32 frames 0.378–0.392 → 0.332–0.387; NV12 level.
-            prefetch_window_once(&row, base + ahead, !NARROW);
+            // T0 (`hint::prefetch_near`): measured best here, against T1 and NTA.
+            prefetch_window_near(&row, base + ahead, !NARROW);
         }
         if *plan.plain.get_unchecked(b) {
             whole_block::<NARROW, M, R, false>(&row, plan, out, b);
