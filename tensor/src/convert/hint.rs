@@ -24,7 +24,8 @@ pub(super) fn prefetch(p: *const u8) {
 /// not kept in the others). The quad blocks, which sum a frame's row once, measured better with
 /// it than with `prefetch`'s T1 on Zen 5 (`avx512::box_quads`); the packing of YUY2's rows did
 /// not (`bilinear-antialias` on 8 rotating frames 0.351–0.376 →
-/// 0.366–0.406 ms). (aarch64: `prefetch`'s `pldl1keep`, unmeasured.)
+/// 0.366–0.406 ms), nor with `prefetch_near`'s T0 (0.331–0.367 → 0.368–0.401). (aarch64:
+/// `prefetch`'s `pldl1keep`, unmeasured.)
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 pub(super) fn prefetch_once(p: *const u8) {
