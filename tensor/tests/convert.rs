@@ -296,7 +296,7 @@ fn every_level_gives_the_same_bytes() {
 /// The multi-tap filters' vector blocks (the horizontal pass: 16 outputs a block with AVX-512, 8
 /// with AVX2 and NEON) on frames wide enough to take them, at 1.5× to 6.5× downscales (one to
 /// four 16-byte pieces per half block, sliding windows past four, 64- and 128-byte windows; PIL's
-/// whole weights at 3× and 2.5×, whose edges are not whole), an upscale, a source region that
+/// whole weights at 3×, 2.5× and 4×, whose edges are not whole), an upscale, a source region that
 /// starts mid-chroma-sample and cosited chroma: every level gives the baseline's bytes, and the
 /// vector levels' kernels did the horizontal pass where a plan applies.
 #[test]
@@ -314,6 +314,8 @@ fn multi_tap_blocks_give_the_baseline_bytes() {
         (320, 240, 96, 96, FitMode::CenterCrop, Some(Region::new(3, 5, 301, 221))),
         // 1.25× (900p NV12's chroma): PIL's tied rows and columns.
         (250, 200, 200, 160, FitMode::Stretch, None),
+        // 4×: PIL's triangle in four tap pairs (AVX-512 holds a table of four).
+        (480, 240, 120, 60, FitMode::Stretch, None),
     ];
     for (i, format) in formats().enumerate() {
         for (j, &(w, h, dw, dh, fit, region)) in cases.iter().enumerate() {

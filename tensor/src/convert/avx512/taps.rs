@@ -290,16 +290,11 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize>(
     assert!(plan.table.len() >= blocks && plan.table[..blocks].iter().all(|&t| (t as usize) < tables));
     assert!(plan.tied.iter().all(|&b| (b as usize) < blocks), "tied blocks are blocks");
     let row: [*const u8; R] = std::array::from_fn(|i| rows[i].as_ptr());
-    for b in 0..blocks {
-        let base = *plan.bases.get_unchecked(b) as usize;
-        // Every block's window, whole or not: the rows' lines in order, a few per block.
-        if ahead != 0 {
-            // T0 (`hint::prefetch_near`): measured best here, against T1 and NTA.
-            prefetch_window_near(&row, base + ahead, !NARROW);
-        }
-        if *plan.plain.get_unchecked(b) {
-            whole_block::<NARROW, M, R, false>(&row, plan, out, b);
-        }
+    match pairs {
+        2 => plain_blocks::<NARROW, M, R, 2>(&row, plan, out, ahead, blocks),
+        3 => plain_blocks::<NARROW, M, R, 3>(&row, plan, out, ahead, blocks),
+        4 => plain_blocks::<NARROW, M, R, 4>(&row, plan, out, ahead, blocks),
+        _ => plain_blocks::<NARROW, M, R, 0>(&row, plan, out, ahead, blocks),
     }
     // The tied blocks after the others, so that those test nothing per block: tested in the
     // loop above (2.5×'s two edge blocks tied in a row of 20), 900p RGBA antialias went 0.569 →
@@ -308,6 +303,45 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize>(
         whole_block::<NARROW, M, R, true>(&row, plan, out, b as usize);
     }
     plan.done
+}
+
+/// The plain blocks (whole, no ties) of `whole_blocks`, the first `blocks`, asking for every
+/// block's window `ahead` bytes on. With `P` pairs (not 0: `plan.pairs`), a table is held in
+/// registers while the blocks share it (`Whole::table`): loaded for each block, the table's
+/// nine vectors (three pairs) took a fixed 1.7 ns a block against 1 ns a block and row for the
+/// rest (three rows in L1, 3× gray), and in L1 the blocks went 1.54 → 1.34 ns a block and row
+/// (gray), 2.32 → 1.81 (RGBA's ten-output lanes). Engine, uint8 `bilinear-antialias`, Zen 5,
+/// best of 80, alternated three times: RGBA hot 0.277–0.304 → 0.250–0.261 ms, 8 rotating
+/// frames 0.315–0.366 → 0.275–0.309 (NV12 and YUY2 level).
+#[inline(always)]
+unsafe fn plain_blocks<const NARROW: bool, const M: usize, const R: usize, const P: usize>(
+    row: &[*const u8; R],
+    plan: &Whole,
+    out: &[[*mut u8; 4]],
+    ahead: usize,
+    blocks: usize,
+) {
+    let zero = _mm512_setzero_si512();
+    let mut held = (usize::MAX, Held::<P> { ctl: [zero; P], k: [zero; P], d: zero, mul: zero, shift: zero });
+    for b in 0..blocks {
+        let base = *plan.bases.get_unchecked(b) as usize;
+        // Every block's window, whole or not: the rows' lines in order, a few per block.
+        if ahead != 0 {
+            // T0 (`hint::prefetch_near`): measured best here, against T1 and NTA.
+            prefetch_window_near(row, base + ahead, !NARROW);
+        }
+        if *plan.plain.get_unchecked(b) {
+            if P == 0 {
+                whole_block::<NARROW, M, R, false>(row, plan, out, b);
+                continue;
+            }
+            let t = *plan.table.get_unchecked(b) as usize;
+            if t != held.0 {
+                held = (t, Held::<P>::load(plan, t));
+            }
+            whole_block_held::<NARROW, M, R, P>(row, &held.1, out, b, base);
+        }
+    }
 }
 
 /// Block `b` of `whole_blocks` over rows `row`, with the ties' remainders where `TIE`.
@@ -360,32 +394,106 @@ unsafe fn whole_block<const NARROW: bool, const M: usize, const R: usize, const 
                 let below = _mm512_mask_cmplt_epi16_mask(even, e[i], _mm512_setzero_si512());
                 q = _mm512_mask_sub_epi16(q, below, q, _mm512_set1_epi16(1));
             }
-            // 32 bytes, the lanes' eight each in order: stored by the same rule.
-            let v = _mm512_cvtepi16_epi8(q);
-            let o = |m: usize| out[i][m];
-            match M {
-                // Each member's ten bytes where they go in its row, the mask picking them.
-                TEN => {
-                    let o = |m: usize| o(m).add(10 * b).wrapping_sub(10 * m) as *mut i8;
-                    _mm256_mask_storeu_epi8(o(0), 0x3ff, v);
-                    _mm256_mask_storeu_epi8(o(1), 0x3ff << 10, v);
-                    _mm256_mask_storeu_epi8(o(2), 0x3ff << 20, v);
-                }
-                1 => _mm256_storeu_si256(o(0).add(32 * b) as *mut __m256i, v),
-                2 => {
-                    _mm_storeu_si128(o(0).add(16 * b) as *mut __m128i, _mm256_castsi256_si128(v));
-                    _mm_storeu_si128(o(1).add(16 * b) as *mut __m128i, _mm256_extracti128_si256::<1>(v));
-                }
-                _ => {
-                    let (lo, hi) = (_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
-                    _mm_storel_epi64(o(0).add(8 * b) as *mut __m128i, lo);
-                    _mm_storel_epi64(o(1).add(8 * b) as *mut __m128i, _mm_unpackhi_epi64(lo, lo));
-                    _mm_storel_epi64(o(2).add(8 * b) as *mut __m128i, hi);
-                    if M == 4 {
-                        _mm_storel_epi64(o(3).add(8 * b) as *mut __m128i, _mm_unpackhi_epi64(hi, hi));
-                    }
+            store_whole::<M>(q, &out[i], b);
+        }
+    }
+}
+
+/// Block `b`'s 32 quotients (words) into its members' rows of bytes `out`, by the lanes of
+/// `Whole::new` or `Whole::ten` (`M` = `TEN`).
+#[inline(always)]
+unsafe fn store_whole<const M: usize>(q: __m512i, out: &[*mut u8; 4], b: usize) {
+    unsafe {
+        // 32 bytes, the lanes' eight each in order: stored by the same rule.
+        let v = _mm512_cvtepi16_epi8(q);
+        let o = |m: usize| out[m];
+        match M {
+            // Each member's ten bytes where they go in its row, the mask picking them.
+            TEN => {
+                let o = |m: usize| o(m).add(10 * b).wrapping_sub(10 * m) as *mut i8;
+                _mm256_mask_storeu_epi8(o(0), 0x3ff, v);
+                _mm256_mask_storeu_epi8(o(1), 0x3ff << 10, v);
+                _mm256_mask_storeu_epi8(o(2), 0x3ff << 20, v);
+            }
+            1 => _mm256_storeu_si256(o(0).add(32 * b) as *mut __m256i, v),
+            2 => {
+                _mm_storeu_si128(o(0).add(16 * b) as *mut __m128i, _mm256_castsi256_si128(v));
+                _mm_storeu_si128(o(1).add(16 * b) as *mut __m128i, _mm256_extracti128_si256::<1>(v));
+            }
+            _ => {
+                let (lo, hi) = (_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+                _mm_storel_epi64(o(0).add(8 * b) as *mut __m128i, lo);
+                _mm_storel_epi64(o(1).add(8 * b) as *mut __m128i, _mm_unpackhi_epi64(lo, lo));
+                _mm_storel_epi64(o(2).add(8 * b) as *mut __m128i, hi);
+                if M == 4 {
+                    _mm_storel_epi64(o(3).add(8 * b) as *mut __m128i, _mm_unpackhi_epi64(hi, hi));
                 }
             }
+        }
+    }
+}
+
+/// A table of `Whole::table` in registers: `P` pairs' controls and weights, `D`, the multiplier
+/// and the shift.
+#[derive(Clone, Copy)]
+struct Held<const P: usize> {
+    ctl: [__m512i; P],
+    k: [__m512i; P],
+    d: __m512i,
+    mul: __m512i,
+    shift: __m512i,
+}
+
+impl<const P: usize> Held<P> {
+    /// Table `t` of `plan` (whose pairs are `P`).
+    #[inline(always)]
+    unsafe fn load(plan: &Whole, t: usize) -> Held<P> {
+        unsafe {
+            let mut held = Held {
+                ctl: [_mm512_setzero_si512(); P],
+                k: [_mm512_setzero_si512(); P],
+                d: _mm512_load_si512(plan.d.as_ptr().add(t) as *const _),
+                mul: _mm512_load_si512(plan.mul.as_ptr().add(t) as *const _),
+                shift: _mm512_load_si512(plan.shift.as_ptr().add(t) as *const _),
+            };
+            // Loops, not `from_fn` (its closures' intrinsics ran as calls).
+            for p in 0..P {
+                held.ctl[p] = _mm512_load_si512(plan.ctl.as_ptr().add(t * P + p) as *const _);
+                held.k[p] = _mm512_load_si512(plan.k.as_ptr().add(t * P + p) as *const _);
+            }
+            held
+        }
+    }
+}
+
+/// A plain block (no ties) of `whole_blocks` through a table held in registers (`P` pairs).
+#[inline(always)]
+unsafe fn whole_block_held<const NARROW: bool, const M: usize, const R: usize, const P: usize>(
+    row: &[*const u8; R],
+    held: &Held<P>,
+    out: &[[*mut u8; 4]],
+    b: usize,
+    base: usize,
+) {
+    unsafe {
+        let a: [__m512i; R] = std::array::from_fn(|i| _mm512_loadu_si512(row[i].add(base) as *const _));
+        let c: [__m512i; R] = std::array::from_fn(|i| match NARROW {
+            true => a[i],
+            false => _mm512_loadu_si512(row[i].add(base + 64) as *const _),
+        });
+        let mut s = [held.d; R];
+        for p in 0..P {
+            for i in 0..R {
+                let t = match NARROW {
+                    true => _mm512_permutexvar_epi8(held.ctl[p], a[i]),
+                    false => _mm512_permutex2var_epi8(a[i], held.ctl[p], c[i]),
+                };
+                s[i] = _mm512_add_epi16(s[i], _mm512_maddubs_epi16(t, held.k[p]));
+            }
+        }
+        for i in 0..R {
+            let q = _mm512_srlv_epi16(_mm512_mulhi_epu16(s[i], held.mul), held.shift);
+            store_whole::<M>(q, &out[i], b);
         }
     }
 }
