@@ -8,9 +8,29 @@
 /// measured on the AMD machine of docs/benchmarks.md; aarch64 keeps `pldl1keep`, unmeasured.)
 #[inline(always)]
 pub(super) fn prefetch(p: *const u8) {
+    ask::<T1>(p);
+}
+
+/// x86's hints (`_MM_HINT_*`): into the first-level cache, the second, the third, or the first
+/// without keeping the line in the others.
+const T0: i32 = 3;
+const T1: i32 = 2;
+const T2: i32 = 1;
+const NTA: i32 = 0;
+#[cfg(target_arch = "x86_64")]
+const _: () = assert!(
+    T0 == std::arch::x86_64::_MM_HINT_T0
+        && T1 == std::arch::x86_64::_MM_HINT_T1
+        && T2 == std::arch::x86_64::_MM_HINT_T2
+        && NTA == std::arch::x86_64::_MM_HINT_NTA
+);
+
+/// The line holding `p`, by x86 hint `H` (aarch64: `pldl1keep` for every hint, unmeasured).
+#[inline(always)]
+fn ask<const H: i32>(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p.cast());
+        std::arch::x86_64::_mm_prefetch::<H>(p.cast());
     }
     #[cfg(target_arch = "aarch64")]
     unsafe {
@@ -20,24 +40,18 @@ pub(super) fn prefetch(p: *const u8) {
     let _ = p;
 }
 
-/// The line holding `p`, for a kernel that reads it once (x86 NTA: into the first-level cache,
-/// not kept in the others). The quad blocks, which sum a frame's row once, measured better with
-/// it than with `prefetch`'s T1 on Zen 5 (`avx512::box_quads`); the packing of YUY2's rows did
-/// not (`bilinear-antialias` on 8 rotating frames 0.351–0.376 →
-/// 0.366–0.406 ms), nor with `prefetch_near`'s T0 (0.331–0.367 → 0.368–0.401). (aarch64:
-/// `prefetch`'s `pldl1keep`, unmeasured.)
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+/// The line `at` bytes into each of `rows` and, `wide`, the one 64 bytes on, by hint `H`.
 #[inline(always)]
-pub(super) fn prefetch_once(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_NTA }>(p.cast());
+fn ask_window<const H: i32>(rows: &[*const u8], at: usize, wide: bool) {
+    for &r in rows {
+        ask::<H>(r.wrapping_add(at));
+        if wide {
+            ask::<H>(r.wrapping_add(at + 64));
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    prefetch(p);
 }
 
-/// The line holding `p`, into the first-level cache (x86 T0). PIL's whole blocks at AVX-512
+/// `prefetch_window` into the first-level cache (x86 T0). PIL's whole blocks at AVX-512
 /// (`avx512::whole_bytes`), which read three rows at a time and keep nothing of them, measured
 /// best with it: engine, uint8 `bilinear-antialias`, Zen 5, best of 80, alternated three times,
 /// NTA → T0, RGBA hot 0.310–0.313 → 0.278–0.291 ms, 8 rotating frames 0.356–0.390 →
@@ -46,37 +60,20 @@ pub(super) fn prefetch_once(p: *const u8) {
 /// 0.155–0.158 → 0.171–0.180). (aarch64: `prefetch`'s `pldl1keep`.)
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
-pub(super) fn prefetch_near(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    prefetch(p);
-}
-
-/// `prefetch_window` by `prefetch_near`.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-#[inline(always)]
 pub(super) fn prefetch_window_near(rows: &[*const u8], at: usize, wide: bool) {
-    for &r in rows {
-        prefetch_near(r.wrapping_add(at));
-        if wide {
-            prefetch_near(r.wrapping_add(at + 64));
-        }
-    }
+    ask_window::<T0>(rows, at, wide);
 }
 
-/// `prefetch_window` by `prefetch_once`.
+/// `prefetch_window` for a kernel that reads the lines once (x86 NTA: into the first-level
+/// cache, not kept in the others). The quad blocks, which sum a frame's row once, measured
+/// better with it than with `prefetch`'s T1 on Zen 5 (`avx512::box_quads`); the packing of
+/// YUY2's rows did not (`bilinear-antialias` on 8 rotating frames 0.351–0.376 → 0.366–0.406
+/// ms), nor with `prefetch_window_near`'s T0 (0.331–0.367 → 0.368–0.401). (aarch64:
+/// `prefetch`'s `pldl1keep`, unmeasured.)
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 pub(super) fn prefetch_window_once(rows: &[*const u8], at: usize, wide: bool) {
-    for &r in rows {
-        prefetch_once(r.wrapping_add(at));
-        if wide {
-            prefetch_once(r.wrapping_add(at + 64));
-        }
-    }
+    ask_window::<NTA>(rows, at, wide);
 }
 
 /// Every line of bytes `first..=last` from `p` (the last one even where the span is not a whole
@@ -98,12 +95,7 @@ pub(super) fn prefetch_span(p: *const u8, first: usize, last: usize) {
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 pub(super) fn prefetch_window(rows: &[*const u8], at: usize, wide: bool) {
-    for &r in rows {
-        prefetch(r.wrapping_add(at));
-        if wide {
-            prefetch(r.wrapping_add(at + 64));
-        }
-    }
+    ask_window::<T1>(rows, at, wide);
 }
 
 /// Lines of a later output row's source rows, asked for a few at a time through the steps of a
@@ -175,13 +167,7 @@ impl Trickle {
     pub(super) fn ask(&mut self, n: u32) {
         let n = n.min(self.lines);
         for _ in 0..n {
-            #[cfg(target_arch = "x86_64")]
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T2 }>(self.at.cast());
-            }
-            // (aarch64: `prefetch`'s `pldl1keep`, unmeasured.)
-            #[cfg(not(target_arch = "x86_64"))]
-            prefetch(self.at);
+            ask::<T2>(self.at);
             self.at = self.at.wrapping_add(64);
         }
         self.lines -= n;

@@ -344,6 +344,22 @@ unsafe fn plain_blocks<const NARROW: bool, const M: usize, const R: usize, const
     }
 }
 
+/// Each row's window from byte `base`: its first 64 bytes and (not `NARROW`) the next 64.
+#[inline(always)]
+unsafe fn windows<const NARROW: bool, const R: usize>(
+    row: &[*const u8; R],
+    base: usize,
+) -> ([__m512i; R], [__m512i; R]) {
+    unsafe {
+        let a: [__m512i; R] = std::array::from_fn(|i| _mm512_loadu_si512(row[i].add(base) as *const _));
+        let c: [__m512i; R] = std::array::from_fn(|i| match NARROW {
+            true => a[i],
+            false => _mm512_loadu_si512(row[i].add(base + 64) as *const _),
+        });
+        (a, c)
+    }
+}
+
 /// Block `b` of `whole_blocks` over rows `row`, with the ties' remainders where `TIE`.
 #[inline(always)]
 unsafe fn whole_block<const NARROW: bool, const M: usize, const R: usize, const TIE: bool>(
@@ -356,11 +372,7 @@ unsafe fn whole_block<const NARROW: bool, const M: usize, const R: usize, const 
     let base = *plan.bases.get_unchecked(b) as usize;
     let t = *plan.table.get_unchecked(b) as usize;
     unsafe {
-        let a: [__m512i; R] = std::array::from_fn(|i| _mm512_loadu_si512(row[i].add(base) as *const _));
-        let c: [__m512i; R] = std::array::from_fn(|i| match NARROW {
-            true => a[i],
-            false => _mm512_loadu_si512(row[i].add(base + 64) as *const _),
-        });
+        let (a, c) = windows::<NARROW, R>(row, base);
         let d = _mm512_load_si512(plan.d.as_ptr().add(t) as *const _);
         // Sums from `D` over twice the weights are `2S + D` (`Whole::k`); with ties, the
         // remainders' sums beside them (`Whole::n`).
@@ -476,11 +488,7 @@ unsafe fn whole_block_held<const NARROW: bool, const M: usize, const R: usize, c
     base: usize,
 ) {
     unsafe {
-        let a: [__m512i; R] = std::array::from_fn(|i| _mm512_loadu_si512(row[i].add(base) as *const _));
-        let c: [__m512i; R] = std::array::from_fn(|i| match NARROW {
-            true => a[i],
-            false => _mm512_loadu_si512(row[i].add(base + 64) as *const _),
-        });
+        let (a, c) = windows::<NARROW, R>(row, base);
         let mut s = [held.d; R];
         for p in 0..P {
             for i in 0..R {
