@@ -311,8 +311,9 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize>(
 /// nine vectors (three pairs) took a fixed 1.7 ns a block against 1 ns a block and row for the
 /// rest (three rows in L1, 3× gray), and in L1 the blocks went 1.54 → 1.34 ns a block and row
 /// (gray), 2.32 → 1.81 (RGBA's ten-output lanes). Engine, uint8 `bilinear-antialias`, Zen 5,
-/// best of 80, alternated three times: RGBA hot 0.277–0.304 → 0.250–0.261 ms, 8 rotating
-/// frames 0.315–0.366 → 0.275–0.309 (NV12 and YUY2 level).
+/// best of 80, alternated three times: NV12 hot 0.191–0.195 → 0.168–0.172 ms, 8 rotating
+/// frames 0.197–0.204 → 0.175–0.183; YUY2 hot 0.282–0.283 → 0.249–0.264; RGBA hot 0.286–0.300
+/// → 0.248–0.261 (RGBA on 8 and 32 frames, which wait on memory, within the noise).
 #[inline(always)]
 unsafe fn plain_blocks<const NARROW: bool, const M: usize, const R: usize, const P: usize>(
     row: &[*const u8; R],
