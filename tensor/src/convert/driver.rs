@@ -671,8 +671,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
 /// Output row `cy` of PIL's filters through the byte ring (`multitap::pil8_row`) with a level's
 /// horizontal blocks (`horiz`, lent the scratch's rows for packed or split rows) and vertical pass
 /// (`vert`), for the groups `takes` accepts (`pixels_ask`: as `pil8_row`): AVX-512's, AVX2's and
-/// NEON's. Returns the groups
-/// done (bit `g`).
+/// NEON's. Returns the groups done (bit `g`).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]

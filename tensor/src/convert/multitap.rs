@@ -55,22 +55,17 @@ pub(super) struct Ring {
 /// Output row `cy` of PIL's filters for the groups `takes(g)` accepts, through a ring of bytes:
 /// the first pass's results are bytes (PIL stores them so), and the i32 ring of `multitap_row`
 /// made the vertical pass read four times the bytes (a quarter of a 1080p NV12 frame's
-/// `bilinear-antialias` time at AVX-512). `horiz(g, rows, out, ahead)` filters source rows into the
-/// members' byte rows (`out[i][j]`, the content width; whole blocks, it says how many; asking
-/// for the lines `ahead` on),
-/// `vert(rows, wi, whole, out, ahead)` blends byte rows into a component's row (whole steps;
-/// asking for the lines `ahead` through its steps, `ahead_rows`, except where `pixels_ask` for
-/// groups of four-byte pixels read as they are (more than two members, no
-/// `TapGroup::compact`), whose `horiz` asks for those lines itself: at AVX-512 the vertical
-/// pass asking again cost more than it won (in isolation, 640 outputs over five rows in L1 took 39 ns a row, 70 asking for three
-/// 1920-byte rows' lines). Engine, uint8 `bilinear-antialias`, Zen 5, best of 80, alternated four
-/// times: RGBA hot 0.327–0.335 → 0.308–0.314 ms, 8 rotating frames 0.374–0.398 → 0.352–0.357,
-/// 32 frames 0.391–0.423 → 0.385–0.407, 1600×900 on 8 frames 0.319–0.326 → 0.288–0.299.
-/// NV12 measured slower without it (hot 0.191–0.200 → 0.201–0.212), and YUY2, whose packed
-/// rows' kernels ask for nothing, much slower (8 frames 0.370–0.413 → 0.441–0.466); RGBA at
-/// AVX2 too, 8 frames 0.662–0.682 → 0.722–0.774); the loops
-/// here do the rest with PIL's sums. Returns the groups done (bit `g`) and the outputs `horiz`
-/// made.
+/// `bilinear-antialias` time at AVX-512). `horiz(g, rows, out, ahead)` filters source rows into
+/// the members' byte rows (`out[i][j]`, the content width; whole blocks, it says how many;
+/// asking for the lines `ahead` on); `vert(rows, wi, whole, out, ahead)` blends byte rows into a
+/// component's row (whole steps; asking for the lines `ahead` through its steps, `ahead_rows`);
+/// the loops here do the rest with PIL's sums. Returns the groups done (bit `g`) and the outputs
+/// `horiz` made.
+///
+/// With `pixels_ask` (AVX-512), the vertical pass asks for nothing for groups of four-byte pixels
+/// read as they are (more than two members, no `TapGroup::compact`), whose `horiz` asks for the
+/// same lines: RGBA faster on every camera row, NV12, YUY2 and AVX2 slower without the asking
+/// (docs/benchmarks.md, eighteenth session).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
@@ -673,141 +668,4 @@ pub(super) enum VTaps<'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::plan::{multi_axis, Filter};
-    use super::{ahead_bytes, ahead_rows, box_asks, MULTI_PREFETCH_AHEAD, TRICKLE_FROM};
-    use crate::preprocess::Interpolation;
-
-    /// `pil8_row`'s filling of the byte ring (`next_rows` up to `fill_end`): every source row
-    /// an output row reads is in the ring when it blends them, each filtered once, and the calls
-    /// take `ROWS_AT_ONCE` rows but at the ends from 1.5× on (NV12's 1.5× chroma took one and two
-    /// by turns), two or more on average between 1× and 1.5×.
-    #[test]
-    fn the_ring_fills_three_rows_a_call() {
-        use super::{fill_end, next_rows, ring_slots, slot, ROWS_AT_ONCE};
-        for (src, n, interp) in [
-            (540, 360, Interpolation::BilinearAntialias),
-            (1080, 360, Interpolation::BilinearAntialias),
-            (450, 360, Interpolation::BilinearAntialias),
-            (900, 360, Interpolation::Bicubic),
-            (1080, 1440, Interpolation::BilinearAntialias),
-        ] {
-            let t = multi_axis(n, 0, src, 1, 0, src - 1, Filter::of(interp, true).unwrap(), 0.0);
-            let kv = t.taps;
-            let mut tags = vec![usize::MAX; ring_slots(kv)];
-            let (mut filtered, mut calls, mut short) = (vec![0; src], 0, 0);
-            for cy in 0..n {
-                let (first, end) = (t.first[cy] as usize, fill_end(&t, cy));
-                assert!(end >= first + kv && end <= first + tags.len() && end <= src, "{src}->{n} row {cy}");
-                let mut r = first;
-                while r < first + kv {
-                    let mut batch = [0; ROWS_AT_ONCE];
-                    let count = next_rows(&tags, first, kv, end, &mut r, &mut batch);
-                    if count == 0 {
-                        continue;
-                    }
-                    calls += 1;
-                    short += usize::from(count < ROWS_AT_ONCE);
-                    for &row in &batch[..count] {
-                        tags[slot(row, kv)] = row;
-                        filtered[row] += 1;
-                    }
-                }
-                for row in first..first + kv {
-                    assert_eq!(tags[slot(row, kv)], row, "{src}->{n}: row {row} for output {cy}");
-                }
-            }
-            assert!(filtered.iter().all(|&f| f <= 1), "{src}->{n}: a row filtered twice");
-            let read = filtered.iter().filter(|&&f| f == 1).count();
-            assert_eq!(read, t.first[n - 1] as usize + kv - t.first[0] as usize, "{src}->{n}");
-            match (2 * src).cmp(&(3 * n)) {
-                // 1.5× and more: three new rows at least every two output rows.
-                std::cmp::Ordering::Less => {
-                    assert!(src <= n || read >= 2 * calls, "{src}->{n}: {calls} calls")
-                }
-                _ => assert!(short <= 2, "{src}->{n}: {short} of {calls} calls short"),
-            }
-        }
-    }
-
-    /// The distance points at the first row output row `cy + MULTI_PREFETCH_AHEAD` reads, and is
-    /// 0 where that row's taps pass the plane's last row or there is no such output row.
-    #[test]
-    fn ahead_bytes_points_at_the_rows_two_outputs_on() {
-        let stride = 1920;
-        for interp in [Interpolation::Area, Interpolation::BilinearAntialias] {
-            // 1080 rows to 360 (3×) and 900 to 360 (2.5×), every source row available.
-            for (rows, n) in [(1080, 360), (900, 360)] {
-                let t = multi_axis(n, 0, rows, 1, 0, rows - 1, Filter::of(interp, true).unwrap(), 0.0);
-                let len = rows * stride;
-                let mut pointed = 0;
-                for cy in 0..n {
-                    let a = ahead_bytes(&t, cy, stride, len);
-                    let Some(&on) = t.first.get(cy + MULTI_PREFETCH_AHEAD) else {
-                        assert_eq!(a, 0, "no output row {} ahead of {cy}", cy + MULTI_PREFETCH_AHEAD);
-                        continue;
-                    };
-                    if a == 0 {
-                        continue;
-                    }
-                    pointed += 1;
-                    assert_eq!(a % stride, 0);
-                    assert_eq!(t.first[cy] as usize + a / stride, on as usize, "{interp:?} {rows} row {cy}");
-                    assert!((on as usize + t.taps - 1) * stride < len, "inside the plane");
-                }
-                assert!(pointed >= n - 2 * MULTI_PREFETCH_AHEAD - t.taps, "{interp:?} {rows}: {pointed}");
-                // A plane that ends before the last rows' taps: no distance reaches past it.
-                let short = (t.first[n / 2] as usize + 1) * stride;
-                for cy in 0..n {
-                    let a = ahead_bytes(&t, cy, stride, short);
-                    let rows_read = t.first[cy] as usize + a / stride + t.taps - 1;
-                    assert!(a == 0 || rows_read * stride < short, "{interp:?} row {cy}");
-                }
-            }
-        }
-    }
-
-    /// The blocks' span is the rows output row `cy + MULTI_PREFETCH_AHEAD` reads that the row
-    /// before it does not: consecutive spans follow each other, so each row is asked for once;
-    /// an exact box's blocks ask for them only where the rows bring `TRICKLE_FROM` an output row.
-    #[test]
-    fn ahead_rows_are_the_rows_new_two_outputs_on() {
-        for interp in [Interpolation::Area, Interpolation::BilinearAntialias] {
-            for (rows, n) in [(1080, 360), (900, 360)] {
-                let t = multi_axis(n, 0, rows, 1, 0, rows - 1, Filter::of(interp, true).unwrap(), 0.0);
-                // YUY2's and RGBA's 1920-wide rows, and NV12's luma.
-                for stride in [3840, 7680, 1920] {
-                    let mut asked = Vec::new();
-                    for cy in 0..n {
-                        let span = ahead_rows(&t, cy, stride);
-                        let on = cy + MULTI_PREFETCH_AHEAD;
-                        if span.is_empty() {
-                            continue;
-                        }
-                        assert!(
-                            on < n && span.start.is_multiple_of(stride) && span.end.is_multiple_of(stride)
-                        );
-                        let from = (t.first[on] as usize).max(t.first[on - 1] as usize + t.taps);
-                        assert_eq!(span.start / stride, from, "{interp:?} {rows} row {cy}");
-                        assert_eq!(
-                            span.end / stride,
-                            t.first[on] as usize + t.taps,
-                            "{interp:?} {rows} row {cy}"
-                        );
-                        asked.push(span);
-                    }
-                    for pair in asked.windows(2) {
-                        assert!(pair[0].end <= pair[1].start, "{interp:?} {rows} {stride}: {pair:?}");
-                    }
-                    assert!(asked.len() >= n - 2 * MULTI_PREFETCH_AHEAD - t.taps, "{interp:?} {rows}");
-                    let asks = rows * stride / n >= TRICKLE_FROM;
-                    assert_eq!(box_asks(&t, stride, TRICKLE_FROM), asks, "{interp:?} {rows} {stride}");
-                    assert!(
-                        box_asks(&t, stride, 0),
-                        "{interp:?} {rows} {stride}: AVX-512 asks on every plane"
-                    );
-                }
-            }
-        }
-    }
-}
+mod tests;

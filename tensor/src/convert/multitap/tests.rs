@@ -1,0 +1,132 @@
+//! Host tests of which source rows the multi-tap passes fill per call and ask for ahead.
+use super::super::plan::{multi_axis, Filter};
+use super::{ahead_bytes, ahead_rows, box_asks, MULTI_PREFETCH_AHEAD, TRICKLE_FROM};
+use crate::preprocess::Interpolation;
+
+/// `pil8_row`'s filling of the byte ring (`next_rows` up to `fill_end`): every source row
+/// an output row reads is in the ring when it blends them, each filtered once, and the calls
+/// take `ROWS_AT_ONCE` rows but at the ends from 1.5× on (NV12's 1.5× chroma took one and two
+/// by turns), two or more on average between 1× and 1.5×.
+#[test]
+fn the_ring_fills_three_rows_a_call() {
+    use super::{fill_end, next_rows, ring_slots, slot, ROWS_AT_ONCE};
+    for (src, n, interp) in [
+        (540, 360, Interpolation::BilinearAntialias),
+        (1080, 360, Interpolation::BilinearAntialias),
+        (450, 360, Interpolation::BilinearAntialias),
+        (900, 360, Interpolation::Bicubic),
+        (1080, 1440, Interpolation::BilinearAntialias),
+    ] {
+        let t = multi_axis(n, 0, src, 1, 0, src - 1, Filter::of(interp, true).unwrap(), 0.0);
+        let kv = t.taps;
+        let mut tags = vec![usize::MAX; ring_slots(kv)];
+        let (mut filtered, mut calls, mut short) = (vec![0; src], 0, 0);
+        for cy in 0..n {
+            let (first, end) = (t.first[cy] as usize, fill_end(&t, cy));
+            assert!(end >= first + kv && end <= first + tags.len() && end <= src, "{src}->{n} row {cy}");
+            let mut r = first;
+            while r < first + kv {
+                let mut batch = [0; ROWS_AT_ONCE];
+                let count = next_rows(&tags, first, kv, end, &mut r, &mut batch);
+                if count == 0 {
+                    continue;
+                }
+                calls += 1;
+                short += usize::from(count < ROWS_AT_ONCE);
+                for &row in &batch[..count] {
+                    tags[slot(row, kv)] = row;
+                    filtered[row] += 1;
+                }
+            }
+            for row in first..first + kv {
+                assert_eq!(tags[slot(row, kv)], row, "{src}->{n}: row {row} for output {cy}");
+            }
+        }
+        assert!(filtered.iter().all(|&f| f <= 1), "{src}->{n}: a row filtered twice");
+        let read = filtered.iter().filter(|&&f| f == 1).count();
+        assert_eq!(read, t.first[n - 1] as usize + kv - t.first[0] as usize, "{src}->{n}");
+        match (2 * src).cmp(&(3 * n)) {
+            // 1.5× and more: three new rows at least every two output rows.
+            std::cmp::Ordering::Less => {
+                assert!(src <= n || read >= 2 * calls, "{src}->{n}: {calls} calls")
+            }
+            _ => assert!(short <= 2, "{src}->{n}: {short} of {calls} calls short"),
+        }
+    }
+}
+
+/// The distance points at the first row output row `cy + MULTI_PREFETCH_AHEAD` reads, and is
+/// 0 where that row's taps pass the plane's last row or there is no such output row.
+#[test]
+fn ahead_bytes_points_at_the_rows_two_outputs_on() {
+    let stride = 1920;
+    for interp in [Interpolation::Area, Interpolation::BilinearAntialias] {
+        // 1080 rows to 360 (3×) and 900 to 360 (2.5×), every source row available.
+        for (rows, n) in [(1080, 360), (900, 360)] {
+            let t = multi_axis(n, 0, rows, 1, 0, rows - 1, Filter::of(interp, true).unwrap(), 0.0);
+            let len = rows * stride;
+            let mut pointed = 0;
+            for cy in 0..n {
+                let a = ahead_bytes(&t, cy, stride, len);
+                let Some(&on) = t.first.get(cy + MULTI_PREFETCH_AHEAD) else {
+                    assert_eq!(a, 0, "no output row {} ahead of {cy}", cy + MULTI_PREFETCH_AHEAD);
+                    continue;
+                };
+                if a == 0 {
+                    continue;
+                }
+                pointed += 1;
+                assert_eq!(a % stride, 0);
+                assert_eq!(t.first[cy] as usize + a / stride, on as usize, "{interp:?} {rows} row {cy}");
+                assert!((on as usize + t.taps - 1) * stride < len, "inside the plane");
+            }
+            assert!(pointed >= n - 2 * MULTI_PREFETCH_AHEAD - t.taps, "{interp:?} {rows}: {pointed}");
+            // A plane that ends before the last rows' taps: no distance reaches past it.
+            let short = (t.first[n / 2] as usize + 1) * stride;
+            for cy in 0..n {
+                let a = ahead_bytes(&t, cy, stride, short);
+                let rows_read = t.first[cy] as usize + a / stride + t.taps - 1;
+                assert!(a == 0 || rows_read * stride < short, "{interp:?} row {cy}");
+            }
+        }
+    }
+}
+
+/// The blocks' span is the rows output row `cy + MULTI_PREFETCH_AHEAD` reads that the row
+/// before it does not: consecutive spans follow each other, so each row is asked for once;
+/// an exact box's blocks ask for them only where the rows bring `TRICKLE_FROM` an output row.
+#[test]
+fn ahead_rows_are_the_rows_new_two_outputs_on() {
+    for interp in [Interpolation::Area, Interpolation::BilinearAntialias] {
+        for (rows, n) in [(1080, 360), (900, 360)] {
+            let t = multi_axis(n, 0, rows, 1, 0, rows - 1, Filter::of(interp, true).unwrap(), 0.0);
+            // YUY2's and RGBA's 1920-wide rows, and NV12's luma.
+            for stride in [3840, 7680, 1920] {
+                let mut asked = Vec::new();
+                for cy in 0..n {
+                    let span = ahead_rows(&t, cy, stride);
+                    let on = cy + MULTI_PREFETCH_AHEAD;
+                    if span.is_empty() {
+                        continue;
+                    }
+                    assert!(on < n && span.start.is_multiple_of(stride) && span.end.is_multiple_of(stride));
+                    let from = (t.first[on] as usize).max(t.first[on - 1] as usize + t.taps);
+                    assert_eq!(span.start / stride, from, "{interp:?} {rows} row {cy}");
+                    assert_eq!(
+                        span.end / stride,
+                        t.first[on] as usize + t.taps,
+                        "{interp:?} {rows} row {cy}"
+                    );
+                    asked.push(span);
+                }
+                for pair in asked.windows(2) {
+                    assert!(pair[0].end <= pair[1].start, "{interp:?} {rows} {stride}: {pair:?}");
+                }
+                assert!(asked.len() >= n - 2 * MULTI_PREFETCH_AHEAD - t.taps, "{interp:?} {rows}");
+                let asks = rows * stride / n >= TRICKLE_FROM;
+                assert_eq!(box_asks(&t, stride, TRICKLE_FROM), asks, "{interp:?} {rows} {stride}");
+                assert!(box_asks(&t, stride, 0), "{interp:?} {rows} {stride}: AVX-512 asks on every plane");
+            }
+        }
+    }
+}
