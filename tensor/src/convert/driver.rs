@@ -303,10 +303,20 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
     // At AVX-512, whether every group is packed, from byte 0 or 1 of the same rows (YUY2,
     // UYVY): each row packed once into both halves of its slot (`split_rows`). (Worked out for
     // every row, it took 2.3 % of a 900p YUY2 `bilinear-antialias` frame.)
+    // Each group's plans, once a band: worked out per row, they and their calls were 3 % of a
+    // 900p YUY2 `bilinear-antialias` frame's samples.
     #[cfg(target_arch = "x86_64")]
-    let avx512_split = c.multi.as_ref().is_some_and(|m| {
-        c.avx512() && split_packs(m, &c.comps, |g| taps::avx512_pil8_plan(m, &c.comps, g), slot)
+    let avx512_plans: [_; 4] = std::array::from_fn(|g| {
+        c.multi
+            .as_ref()
+            .filter(|m| c.avx512() && g < m.groups.len())
+            .and_then(|m| taps::avx512_pil8_plan(m, &c.comps, g))
     });
+    #[cfg(target_arch = "x86_64")]
+    let avx512_plan = |g: usize| avx512_plans.get(g).copied().flatten();
+    #[cfg(target_arch = "x86_64")]
+    let avx512_split =
+        c.multi.as_ref().is_some_and(|m| c.avx512() && split_packs(m, &c.comps, avx512_plan, slot));
     #[cfg(target_arch = "aarch64")]
     let neon_ring = c
         .multi
@@ -340,7 +350,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             // PIL's filters at AVX-512 where a group has whole weights: a ring of bytes.
             #[cfg(target_arch = "x86_64")]
             if c.avx512() && m.round_between && !s.ring.btags[0].is_empty() {
-                let plans = |g: usize| taps::avx512_pil8_plan(m, &c.comps, g);
+                let plans = avx512_plan;
                 let takes = |g: usize| plans(g).is_some();
                 let split = avx512_split;
                 let mut packed_at = [std::ptr::null::<u8>(); multitap::ROWS_AT_ONCE];
