@@ -300,11 +300,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         .as_ref()
         .filter(|m| !c.avx512() && c.avx2() && m.round_between && !s.ring.btags[0].is_empty())
         .map(|m| RingPlan::avx2(m, &c.comps, slot));
-    // At AVX-512, whether every group is packed, from byte 0 or 1 of the same rows (YUY2,
-    // UYVY): each row packed once into both halves of its slot (`split_rows`). (Worked out for
-    // every row, it took 2.3 % of a 900p YUY2 `bilinear-antialias` frame.)
-    // Each group's plans, once a band: worked out per row, they and their calls were 3 % of a
-    // 900p YUY2 `bilinear-antialias` frame's samples.
+    // At AVX-512, each group's plans, once a band: worked out per row, they and their calls
+    // were 3 % of a 900p YUY2 `bilinear-antialias` frame's samples.
     #[cfg(target_arch = "x86_64")]
     let avx512_plans: [_; 4] = std::array::from_fn(|g| {
         c.multi
@@ -314,6 +311,9 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
     });
     #[cfg(target_arch = "x86_64")]
     let avx512_plan = |g: usize| avx512_plans.get(g).copied().flatten();
+    // Whether every group is packed, from byte 0 or 1 of the same rows (YUY2, UYVY): each row
+    // packed once into both halves of its slot (`split_rows`). (Worked out for every row, it
+    // took 2.3 % of a 900p YUY2 `bilinear-antialias` frame.)
     #[cfg(target_arch = "x86_64")]
     let avx512_split =
         c.multi.as_ref().is_some_and(|m| c.avx512() && split_packs(m, &c.comps, avx512_plan, slot));
@@ -775,39 +775,4 @@ unsafe fn fill_span(level: Simd, pattern: &[u8; PATTERN], period: usize, dst: *m
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every period a pattern can have, from every alignment, over lengths around the block and
-    /// line sizes, at every level this CPU has: the bytes written are the pattern from phase 0,
-    /// and nothing past the span changes.
-    #[test]
-    fn fill_span_repeats_the_pattern_from_any_alignment() {
-        let mut levels = vec![Simd::Baseline, Simd::Avx2, Simd::Avx512];
-        #[cfg(target_arch = "aarch64")]
-        levels.push(Simd::Neon);
-        levels.retain(|l| *l <= Simd::detect());
-        for period in [1, 2, 3, 4, 6, 8, 12, 16, 24, 32] {
-            let unit: Vec<u8> = (1..=period as u8).collect();
-            let pattern: [u8; PATTERN] = std::array::from_fn(|i| unit[i % period]);
-            for &level in &levels {
-                for offset in 0..64 {
-                    for len in [0, 1, 63, 64, 191, 192, 193, 255, 256, 450, 1000] {
-                        let mut buf = vec![0xEEu8; 64 + 1100 + 64];
-                        let base = buf.as_ptr().align_offset(64);
-                        let at = base + offset;
-                        unsafe { fill_span(level, &pattern, period, buf.as_mut_ptr().add(at), len) };
-                        for (i, &b) in buf.iter().enumerate() {
-                            let want =
-                                if (at..at + len).contains(&i) { unit[(i - at) % period] } else { 0xEE };
-                            assert_eq!(
-                                b, want,
-                                "{level:?} period {period} offset {offset} len {len} byte {i}"
-                            );
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
+mod tests;

@@ -63,8 +63,10 @@ pub(in crate::convert) unsafe fn whole_bytes(
 }
 
 /// Rows `rows[..R]` into `out[..R]` (see `whole_bytes`), `L` pieces a lane window, `M` members,
-/// `P` tap pairs (0: the plan's).
-#[inline(always)]
+/// `P` tap pairs (0: the plan's). Unoptimized, a function of its own per case (as AVX-512's
+/// `whole_blocks`: the frame of `whole_bytes`).
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
 unsafe fn whole_blocks<const L: usize, const M: usize, const R: usize, const P: usize>(
     rows: &[&[u8]],
     plan: &Whole8,
