@@ -64,16 +64,52 @@ pub(super) fn prefetch_window_near(rows: &[*const u8], at: usize, wide: bool) {
     ask_window::<T0>(rows, at, wide);
 }
 
-/// `prefetch_window` for a kernel that reads the lines once (x86 NTA: into the first-level
-/// cache, not kept in the others). The quad blocks, which sum a frame's row once, measured
-/// better with it than with `prefetch`'s T1 on Zen 5 (`avx512::box_quads`); the packing of
-/// YUY2's rows did not (`bilinear-antialias` on 8 rotating frames 0.351–0.376 → 0.366–0.406
-/// ms), nor with `prefetch_window_near`'s T0 (0.331–0.367 → 0.368–0.401). (aarch64:
-/// `prefetch`'s `pldl1keep`, unmeasured.)
+/// `prefetch_window` for a kernel that reads the lines once: x86 NTA (into the first-level
+/// cache, not kept in the others) where `once_by_nta` says so, else `prefetch`'s T1. The quad
+/// blocks, which sum a frame's row once, measured better with NTA than with T1 on Zen 5
+/// (`avx512::box_quads`); the packing of YUY2's rows did not (`bilinear-antialias` on 8
+/// rotating frames 0.351–0.376 → 0.366–0.406 ms), nor with `prefetch_window_near`'s T0
+/// (0.331–0.367 → 0.368–0.401). (aarch64: `prefetch`'s `pldl1keep`, unmeasured.)
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
-pub(super) fn prefetch_window_once(rows: &[*const u8], at: usize, wide: bool) {
-    ask_window::<NTA>(rows, at, wide);
+pub(super) fn prefetch_window_once(rows: &[*const u8], at: usize, wide: bool, nta: bool) {
+    match nta {
+        true => ask_window::<NTA>(rows, at, wide),
+        false => ask_window::<T1>(rows, at, wide),
+    }
+}
+
+/// Whether `prefetch_window_once` asks by NTA: on AMD's cores, where it measured best, and not on
+/// Intel's, where it made every `area` frame three times slower. Engine, uint8 `area` at
+/// AVX-512 with VNNI, Intel Xeon (family 6, AVX-512 FP16 and AMX: a Sapphire Rapids class
+/// server core), best of 60, twice each, NTA → T1 (T0 and T2 within 5 % of T1): NV12 hot
+/// 0.824–0.827 → 0.238–0.240 ms, 32 rotating frames 0.887–0.913 → 0.386–0.388; YUY2 hot 0.911 →
+/// 0.296, on 32 1.08–1.10 → 0.48–0.50; RGBA hot 1.45–1.47 → 0.37–0.38, on 32 1.83–1.88 →
+/// 0.68–0.70. Hot frames there were as slow as frames from DRAM: the lines an NTA hint brings
+/// are the first to go, from the first-level cache only, and the quad blocks ask a whole row
+/// ahead of their loads (the likely reason; not measured further). `EDGEFIRST_CONVERT_NTA=0`
+/// or `1` chooses either on any CPU (to compare them).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(super) fn once_by_nta() -> bool {
+    static NTA_ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *NTA_ONCE.get_or_init(|| match std::env::var("EDGEFIRST_CONVERT_NTA").as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => amd(),
+    })
+}
+
+/// The CPU's vendor is AMD (`AuthenticAMD` from CPUID leaf 0).
+fn amd() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[allow(unused_unsafe)]
+        let id = unsafe { std::arch::x86_64::__cpuid(0) };
+        let vendor: Vec<u8> = [id.ebx, id.edx, id.ecx].iter().flat_map(|r| r.to_le_bytes()).collect();
+        vendor == b"AuthenticAMD"
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// Every line of bytes `first..=last` from `p` (the last one even where the span is not a whole
@@ -95,7 +131,7 @@ pub(super) fn prefetch_span(p: *const u8, first: usize, last: usize) {
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 pub(super) fn prefetch_window(rows: &[*const u8], at: usize, wide: bool) {
-    ask_window::<T1>(rows, at, wide);
+    ask_window::<T0>(rows, at, wide);
 }
 
 /// Lines of a later output row's source rows, asked for a few at a time through the steps of a

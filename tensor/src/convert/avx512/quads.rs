@@ -4,7 +4,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::taps::store_lanes;
-use crate::convert::hint::prefetch_window_once;
+use crate::convert::hint::{once_by_nta, prefetch_window_once};
 use crate::convert::plan::Quads;
 use std::arch::x86_64::*;
 
@@ -40,11 +40,12 @@ pub(in crate::convert) unsafe fn box_quads(
     }
     let members = out.iter().take_while(|p| !p.is_null()).count();
     let one = k.iter().all(|&k| k == 1);
+    let nta = once_by_nta();
     macro_rules! by_ask {
         ($r:expr, $one:expr, $m:expr, $narrow:expr, $q:expr) => {
             match ahead == 0 {
-                true => quads_of::<$r, $one, $m, $narrow, $q, false>(rows, k, plan, inv, out, ahead),
-                false => quads_of::<$r, $one, $m, $narrow, $q, true>(rows, k, plan, inv, out, ahead),
+                true => quads_of::<$r, $one, $m, $narrow, $q, false>(rows, k, plan, inv, out, ahead, nta),
+                false => quads_of::<$r, $one, $m, $narrow, $q, true>(rows, k, plan, inv, out, ahead, nta),
             }
         };
     }
@@ -103,6 +104,7 @@ unsafe fn quads_of<
     inv: f32,
     out: [*mut f32; 4],
     ahead: usize,
+    nta: bool,
 ) {
     let quads = if Q > 0 { Q } else { plan.quads };
     let blocks = plan.bases.len();
@@ -118,11 +120,12 @@ unsafe fn quads_of<
         let base = *plan.bases.get_unchecked(b) as usize;
         let tb = *plan.table.get_unchecked(b) as usize;
         if ASK {
-            // NTA, not `prefetch`'s T1: each line is summed for one output row (two at most, at
-            // 1.5×). Engine, uint8 `area`, Zen 5, T1 → NTA, best of 80, alternated twice: RGBA
-            // on 8 rotating frames 0.265–0.280 → 0.247–0.255 ms, on 32 0.358–0.391 → 0.346–0.352,
-            // YUY2 on 32 0.211–0.224 → 0.196–0.199; NV12, hot frames and 900p level.
-            prefetch_window_once(&row, base + ahead, !NARROW);
+            // NTA on AMD, not `prefetch`'s T1: each line is summed for one output row (two at
+            // most, at 1.5×). Engine, uint8 `area`, Zen 5, T1 → NTA, best of 80, alternated
+            // twice: RGBA on 8 rotating frames 0.265–0.280 → 0.247–0.255 ms, on 32 0.358–0.391 →
+            // 0.346–0.352, YUY2 on 32 0.211–0.224 → 0.196–0.199; NV12, hot frames and 900p level.
+            // On Intel NTA made every frame 2–3.5× slower (`once_by_nta`).
+            prefetch_window_once(&row, base + ahead, !NARROW, nta);
         }
         let window: [__m512i; R] = std::array::from_fn(|r| _mm512_loadu_si512(row[r].add(base) as *const _));
         let upper: [__m512i; R] = std::array::from_fn(|r| match NARROW {
