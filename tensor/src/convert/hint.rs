@@ -100,6 +100,7 @@ pub(super) fn once_by_nta() -> bool {
 }
 
 /// The CPU's vendor is AMD (`AuthenticAMD` from CPUID leaf 0).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn amd() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -219,6 +220,29 @@ impl Trickle {
 #[cfg(test)]
 mod tests {
     use super::Trickle;
+
+    /// The vendor `once_by_nta` goes by is the one the kernel reports for every CPU (Linux's
+    /// /proc/cpuinfo `vendor_id`), and the hint follows it unless the variable chooses.
+    #[test]
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn nta_follows_the_vendor() {
+        let info = std::fs::read_to_string("/proc/cpuinfo").expect("/proc/cpuinfo");
+        let vendors: std::collections::BTreeSet<&str> = info
+            .lines()
+            .filter_map(|l| l.strip_prefix("vendor_id"))
+            .map(|l| l.trim_start_matches([' ', '\t', ':']).trim())
+            .collect();
+        assert_eq!(vendors.len(), 1, "one vendor: {vendors:?}");
+        let vendor = *vendors.first().unwrap();
+        assert_eq!(super::amd(), vendor == "AuthenticAMD", "vendor {vendor}");
+        let chosen = std::env::var("EDGEFIRST_CONVERT_NTA").ok();
+        let want = match chosen.as_deref() {
+            Some("0") => false,
+            Some("1") => true,
+            _ => vendor == "AuthenticAMD",
+        };
+        assert_eq!(super::once_by_nta(), want, "vendor {vendor}, EDGEFIRST_CONVERT_NTA {chosen:?}");
+    }
 
     /// The parts of a span cover each of its lines once, and pacing asks for all of them in the
     /// steps given.
