@@ -263,7 +263,10 @@ unsafe fn box_blocks_of<const ASK: bool>(
     }
 }
 
-#[inline(always)]
+/// `box_blocks_of` for `L` pieces, `M` members, `P` tap pairs. Unoptimized, a function of its
+/// own per case (inlined, the cases gave `box_blocks` a 0.43 MB frame).
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
 unsafe fn box_blocks_l<const L: usize, const M: usize, const P: usize, const ASK: bool>(
     sums: &[u16],
     plan: &Blocks,

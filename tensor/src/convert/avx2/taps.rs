@@ -118,8 +118,10 @@ unsafe fn multitap_to<const BYTES: bool>(
 }
 
 /// Rows `rows[..R]` into `out[..R]` (see `multitap`); `S`: the window slides per pair
-/// (`Blocks::slide`).
-#[inline(always)]
+/// (`Blocks::slide`). Unoptimized, a function of its own per case (inlined, the cases gave
+/// `multitap` a 0.49 MB frame; as `avx512::taps::whole_blocks`).
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
 unsafe fn multitap_blocks<
     const L: usize,
     const PIL: bool,

@@ -364,7 +364,9 @@ pub(super) unsafe fn sample(
 
 /// `sample_blocks` with a 128-byte window per half block (`Permute::split`): two masked
 /// permutes per member, the first half's lanes from the first window, the rest from the second.
-#[inline(always)]
+/// Unoptimized, a function of its own per case, as `sample_blocks`.
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
 #[allow(clippy::too_many_arguments)]
 unsafe fn split_blocks<const UNUSED: bool, const M: usize, const SINGLE: bool, const TWO: bool>(
     r0: &[u8],
@@ -427,7 +429,10 @@ unsafe fn split_blocks<const UNUSED: bool, const M: usize, const SINGLE: bool, c
     blocks
 }
 
-#[inline(always)]
+/// Unoptimized, a function of its own per case (inlined, the cases gave `sample` a 0.25 MB
+/// frame; as `finish_rows`).
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
 #[allow(clippy::too_many_arguments)]
 unsafe fn sample_blocks<const NARROW: bool, const M: usize, const SINGLE: bool, const TWO: bool>(
     r0: &[u8],
