@@ -132,7 +132,7 @@ pub(super) fn prefetch_span(p: *const u8, first: usize, last: usize) {
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 pub(super) fn prefetch_window(rows: &[*const u8], at: usize, wide: bool) {
-    ask_window::<T0>(rows, at, wide);
+    ask_window::<T1>(rows, at, wide);
 }
 
 /// Lines of a later output row's source rows, asked for a few at a time through the steps of a
