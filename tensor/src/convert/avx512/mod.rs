@@ -338,13 +338,32 @@ pub(super) unsafe fn sample(
     ahead: [usize; 2],
 ) -> usize {
     assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
-    let half = rows_first_weight(wy, single, g.members.len(), plan);
+    let half = rows_first_weight(wy, single, plan);
     let blocks = match plan.split {
-        _ if half != 0 => match g.members.len() {
-            2 => unsafe { rows_first_blocks::<2>(r0, r1, half, g, plan, wq, out, ahead) },
-            3 => unsafe { rows_first_blocks::<3>(r0, r1, half, g, plan, wq, out, ahead) },
-            _ => unsafe { rows_first_blocks::<4>(r0, r1, half, g, plan, wq, out, ahead) },
-        },
+        _ if half != 0 => {
+            macro_rules! members {
+                ($narrow:expr) => {
+                    match g.members.len() {
+                        1 => unsafe {
+                            rows_first_blocks::<$narrow, 1>(r0, r1, half, g, plan, wq, out, ahead)
+                        },
+                        2 => unsafe {
+                            rows_first_blocks::<$narrow, 2>(r0, r1, half, g, plan, wq, out, ahead)
+                        },
+                        3 => unsafe {
+                            rows_first_blocks::<$narrow, 3>(r0, r1, half, g, plan, wq, out, ahead)
+                        },
+                        _ => unsafe {
+                            rows_first_blocks::<$narrow, 4>(r0, r1, half, g, plan, wq, out, ahead)
+                        },
+                    }
+                };
+            }
+            match plan.narrow {
+                true => members!(true),
+                false => members!(false),
+            }
+        }
         true => group_dispatch!(
             split_blocks,
             false => [false, false],
@@ -369,42 +388,28 @@ pub(super) unsafe fn sample(
 }
 
 /// The lower row's weight in 128ths where `rows_first_blocks` takes a row (else 0): two rows
-/// (a weight strictly between 0 and 1, an even number of 256ths), two taps across, two or more
-/// members over one narrow window.
-fn rows_first_weight(wy: f32, single: bool, members: usize, plan: &Permute) -> u32 {
+/// (a weight strictly between 0 and 1, an even number of 256ths), two taps across, a narrow
+/// window.
+fn rows_first_weight(wy: f32, single: bool, plan: &Permute) -> u32 {
     let k = wy * 256.0;
-    match !single && members >= 2 && plan.narrow && !plan.split && k > 0.0 && k < 256.0 {
+    match !single && !plan.split && k > 0.0 && k < 256.0 {
         true if k.fract() == 0.0 && (k as u32).is_multiple_of(2) => k as u32 / 2,
         _ => 0,
     }
 }
 
-/// `vpermt2b` indices that pair two rows' windows byte by byte: byte `2i` of half `h` is the
-/// first row's byte `32h + i`, byte `2i + 1` the second's (the weights' order in
-/// `rows_first_blocks`).
-static ROW_PAIRS: [[u8; 64]; 2] = {
-    let mut t = [[0u8; 64]; 2];
-    let mut b = 0;
-    while b < 64 {
-        t[0][b] = (b / 2) as u8 | if b % 2 == 1 { 64 } else { 0 };
-        t[1][b] = t[0][b] + 32;
-        b += 1;
-    }
-    t
-};
-
-/// `sample_blocks` of two rows for a group of `M` ≥ 2 members over a narrow window, the rows
-/// blended first: each byte pair `(r0, r1)` by `pmaddubsw` with the row weights halved, `128 -
-/// half` and `half` (even 256ths halve exactly, and a blended byte then fits an i16), once for
-/// the window, then each member's two taps picked from those words by the same control as
-/// `sample_blocks` (`vpermt2w` reads an index's low six bits: the byte index) and blended across
-/// by `pmaddwd`. The sum is the same whole number of 2^-15ths as `sample_blocks`' 2^-16ths
-/// (`plan::WEIGHT_STEPS`: exact either way), so the floats are equal; NV12's U and V at 3×
-/// take 12 vector operations a block where the columns-first order takes 18.
+/// `sample_blocks` of two rows over a narrow window, the rows blended first: one `vpermt2b`
+/// over both rows' windows picks each output's two taps from each row, paired (the two-tap
+/// control's bytes 1 and 3, `plan::Permute::controls`), one `pmaddubsw` blends the pairs by the
+/// row weights halved, `128 - half` and `half` (even 256ths halve exactly, and a blended byte
+/// fits an i16), and one `pmaddwd` the taps across. The sum is the same whole number of
+/// 2^-15ths as `sample_blocks`' 2^-16ths (`plan::WEIGHT_STEPS`: exact either way), so the
+/// floats are equal; a member's block takes 5 vector operations where the columns-first order
+/// takes 9 (two permutes, two `pmaddwd`, two conversions and the blend down).
 #[cfg_attr(debug_assertions, inline(never))]
 #[cfg_attr(not(debug_assertions), inline(always))]
 #[allow(clippy::too_many_arguments)]
-unsafe fn rows_first_blocks<const M: usize>(
+unsafe fn rows_first_blocks<const NARROW: bool, const M: usize>(
     r0: &[u8],
     r1: &[u8],
     half: u32,
@@ -414,34 +419,44 @@ unsafe fn rows_first_blocks<const M: usize>(
     out: &mut [Lines<f32>; 4],
     ahead: [usize; 2],
 ) -> usize {
-    assert!(g.members.len() >= M && (2..=4).contains(&M) && plan.narrow && (1..128).contains(&half));
+    assert!(
+        g.members.len() >= M && (1..=4).contains(&M) && plan.narrow == NARROW && (1..128).contains(&half)
+    );
     let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
     let blocks = plan.bases.len().min(wq.len() / 16).min(plan.controls.len() / (2 * M)).min(width / 16);
     let mut rows = [std::ptr::null_mut::<f32>(); M];
     for (j, row) in rows.iter_mut().enumerate() {
         *row = out[g.members[j].0].as_mut_ptr();
     }
-    let (lo_pairs, hi_pairs) = (
-        _mm512_loadu_si512(ROW_PAIRS[0].as_ptr() as *const _),
-        _mm512_loadu_si512(ROW_PAIRS[1].as_ptr() as *const _),
-    );
+    // The first row's byte of a pair, then the second's.
     let weights = _mm512_set1_epi16(((half << 8) | (128 - half)) as i16);
     let unit = _mm512_set1_ps(1.0 / 32768.0);
     for b in 0..blocks {
         unsafe {
             let base = *plan.bases.get_unchecked(b) as usize;
             for d in ahead.into_iter().filter(|&d| d != 0) {
-                prefetch_window(&[r0.as_ptr()], base + d, false);
+                prefetch_window(&[r0.as_ptr()], base + d, !NARROW);
             }
-            let a0 = _mm512_loadu_si512(r0.as_ptr().add(base) as *const _);
-            let a1 = _mm512_loadu_si512(r1.as_ptr().add(base) as *const _);
-            let lo = _mm512_maddubs_epi16(_mm512_permutex2var_epi8(a0, lo_pairs, a1), weights);
-            let hi = _mm512_maddubs_epi16(_mm512_permutex2var_epi8(a0, hi_pairs, a1), weights);
+            let load = |r: &[u8], at: usize| _mm512_loadu_si512(r.as_ptr().add(base + at) as *const _);
+            let (a0, a1) = (load(r0, 0), load(r1, 0));
+            let (b0, b1) = match NARROW {
+                true => (a0, a1),
+                false => (load(r0, 64), load(r1, 64)),
+            };
             let wqv = _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _);
             for j in 0..M {
                 let ctl = _mm512_loadu_si512(plan.controls.as_ptr().add((b * M + j) * 2 + 1) as *const _);
-                let t = _mm512_permutex2var_epi16(lo, ctl, hi);
-                let v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(t, wqv)), unit);
+                // Wide: each row's 128 bytes through their own permute, into the pairs' first
+                // and second bytes.
+                let pairs = match NARROW {
+                    true => _mm512_permutex2var_epi8(a0, ctl, a1),
+                    false => _mm512_or_si512(
+                        _mm512_maskz_permutex2var_epi8(0x5555_5555_5555_5555, a0, ctl, b0),
+                        _mm512_maskz_permutex2var_epi8(0xaaaa_aaaa_aaaa_aaaa, a1, ctl, b1),
+                    ),
+                };
+                let down = _mm512_maddubs_epi16(pairs, weights);
+                let v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(down, wqv)), unit);
                 _mm512_storeu_ps(rows[j].add(16 * b), v);
             }
         }

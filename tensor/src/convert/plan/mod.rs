@@ -209,7 +209,7 @@ pub(super) struct Permute {
     pub(super) split: bool,
     pub(super) bases: Vec<u32>,
     /// Per block and member (members in order): tap 0 alone (byte 0 of each dword), then taps 0
-    /// and 1 (bytes 0 and 2).
+    /// and 1 (bytes 0 and 2; bytes 1 and 3 the same taps, narrow from the second table).
     pub(super) controls: Vec<Aligned64<[u8; 64]>>,
     /// Bytes from the row's window start that every load stays below.
     pub(super) reach: usize,
@@ -253,12 +253,18 @@ fn permute_windows(
         for &(_, shift) in members {
             let at = |taps: &[u32], j: usize| (taps[16 * b + j] + shift as u32 - base[j / per]) as u8;
             for two in [false, true] {
-                // Index 64 is the zero register's first byte (narrow); wide windows mask.
+                // Index 64 is the zero register's first byte (narrow); wide windows mask. With
+                // two taps each tap's index again in the byte after it, from the second table
+                // where narrow: a second row's window there pairs the rows' bytes
+                // (`avx512::rows_first_blocks`); the zero register gives the zero bytes as before.
                 let mut ctl = [if narrow { 64 } else { 0 }; 64];
+                let second = if narrow { 64 } else { 0 };
                 for j in 0..16 {
                     ctl[4 * j] = at(i0, j);
                     if two {
+                        ctl[4 * j + 1] = at(i0, j) | second;
                         ctl[4 * j + 2] = at(i1, j);
+                        ctl[4 * j + 3] = at(i1, j) | second;
                     }
                 }
                 controls.push(Aligned64(ctl));

@@ -89,6 +89,36 @@ fn check_permute(i0: &[u32], i1: &[u32], members: &[(usize, usize)], narrow: boo
     assert_eq!(plan.narrow, narrow);
     assert_eq!(plan.bases.len(), i0.len().min(i1.len()) / 16 * if plan.split { 2 } else { 1 });
     assert_picks(i0, i1, members, 16, plan.reach, |row, two| permute(&plan, row, members.len(), two));
+    if narrow {
+        assert_row_pairs(&plan, i0, i1, members);
+    }
+}
+
+/// A narrow plan's two-tap controls over two rows' windows (`vpermt2b`'s two tables, as
+/// `avx512::rows_first_blocks` loads them) pair the rows' bytes: output `x` of member `m` gets
+/// tap 0 of the first row, tap 0 of the second, then tap 1 of each.
+fn assert_row_pairs(plan: &Permute, i0: &[u32], i1: &[u32], members: &[(usize, usize)]) {
+    let top: Vec<u8> = (0..plan.reach).map(|i| (i * 7 + 3) as u8).collect();
+    let bottom: Vec<u8> = (0..plan.reach).map(|i| (i * 13 + 200) as u8).collect();
+    for b in 0..plan.bases.len() {
+        let base = plan.bases[b] as usize;
+        let mut table = [0u8; 128];
+        table[..64].copy_from_slice(&top[base..][..64]);
+        table[64..].copy_from_slice(&bottom[base..][..64]);
+        for (m, &(_, shift)) in members.iter().enumerate() {
+            let ctl = &plan.controls[(b * members.len() + m) * 2 + 1].0;
+            for j in 0..16 {
+                let x = 16 * b + j;
+                let (t0, t1) = (i0[x] as usize + shift, i1[x] as usize + shift);
+                let got = [0, 1, 2, 3].map(|k| table[(ctl[4 * j + k] & 127) as usize]);
+                assert_eq!(
+                    got,
+                    [top[t0], bottom[t0], top[t1], bottom[t1]],
+                    "member {m} output {x}: rows paired"
+                );
+            }
+        }
+    }
 }
 
 /// Every output's multi-tap weights sum to exactly one (2^-14ths) or to PIL's rounding of
