@@ -338,7 +338,7 @@ pub(super) unsafe fn sample(
     ahead: [usize; 2],
 ) -> usize {
     assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
-    let half = rows_first_weight(wy, single, plan);
+    let half = rows_first_weight(wy, single);
     let blocks = match plan.split {
         _ if half != 0 => {
             macro_rules! members {
@@ -359,7 +359,18 @@ pub(super) unsafe fn sample(
                     }
                 };
             }
+            macro_rules! split {
+                () => {
+                    match g.members.len() {
+                        1 => unsafe { rows_first_split::<1>(r0, r1, half, g, plan, wq, out, ahead) },
+                        2 => unsafe { rows_first_split::<2>(r0, r1, half, g, plan, wq, out, ahead) },
+                        3 => unsafe { rows_first_split::<3>(r0, r1, half, g, plan, wq, out, ahead) },
+                        _ => unsafe { rows_first_split::<4>(r0, r1, half, g, plan, wq, out, ahead) },
+                    }
+                };
+            }
             match plan.narrow {
+                _ if plan.split => split!(),
                 true => members!(true),
                 false => members!(false),
             }
@@ -387,12 +398,12 @@ pub(super) unsafe fn sample(
     16 * blocks
 }
 
-/// The lower row's weight in 128ths where `rows_first_blocks` takes a row (else 0): two rows
-/// (a weight strictly between 0 and 1, an even number of 256ths), two taps across, a narrow
-/// window.
-fn rows_first_weight(wy: f32, single: bool, plan: &Permute) -> u32 {
+/// The lower row's weight in 128ths where `rows_first_blocks` or `rows_first_split` take a
+/// row (else 0): two rows (a weight strictly between 0 and 1, an even number of 256ths) and two
+/// taps across.
+fn rows_first_weight(wy: f32, single: bool) -> u32 {
     let k = wy * 256.0;
-    match !single && !plan.split && k > 0.0 && k < 256.0 {
+    match !single && k > 0.0 && k < 256.0 {
         true if k.fract() == 0.0 && (k as u32).is_multiple_of(2) => k as u32 / 2,
         _ => 0,
     }
@@ -455,6 +466,65 @@ unsafe fn rows_first_blocks<const NARROW: bool, const M: usize>(
                         _mm512_maskz_permutex2var_epi8(0xaaaa_aaaa_aaaa_aaaa, a1, ctl, b1),
                     ),
                 };
+                let down = _mm512_maddubs_epi16(pairs, weights);
+                let v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(down, wqv)), unit);
+                _mm512_storeu_ps(rows[j].add(16 * b), v);
+            }
+        }
+    }
+    blocks
+}
+
+/// `rows_first_blocks` with a 128-byte window per half block (`Permute::split`, as
+/// `split_blocks`): four masked permutes a member, each row's bytes from each half's window into
+/// the pairs' first or second bytes, where `split_blocks` takes four, two conversions and the
+/// blend down. RGBA at 2.5× (900p), whose rows are at ¼ and ¾.
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
+#[allow(clippy::too_many_arguments)]
+unsafe fn rows_first_split<const M: usize>(
+    r0: &[u8],
+    r1: &[u8],
+    half: u32,
+    g: &Group,
+    plan: &Permute,
+    wq: &[u32],
+    out: &mut [Lines<f32>; 4],
+    ahead: [usize; 2],
+) -> usize {
+    assert!(g.members.len() >= M && (1..=4).contains(&M) && plan.split && (1..128).contains(&half));
+    let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
+    let blocks = (plan.bases.len() / 2).min(wq.len() / 16).min(plan.controls.len() / (2 * M)).min(width / 16);
+    let mut rows = [std::ptr::null_mut::<f32>(); M];
+    for (j, row) in rows.iter_mut().enumerate() {
+        *row = out[g.members[j].0].as_mut_ptr();
+    }
+    let weights = _mm512_set1_epi16(((half << 8) | (128 - half)) as i16);
+    let unit = _mm512_set1_ps(1.0 / 32768.0);
+    // The first eight outputs' bytes, then the rest; the pairs' first bytes, then their second.
+    let (first, second) = (0xffff_ffffu64, !0xffff_ffffu64);
+    let (top, bottom) = (0x5555_5555_5555_5555u64, 0xaaaa_aaaa_aaaa_aaaau64);
+    for b in 0..blocks {
+        unsafe {
+            let (ba, bb) =
+                (*plan.bases.get_unchecked(2 * b) as usize, *plan.bases.get_unchecked(2 * b + 1) as usize);
+            for d in ahead.into_iter().filter(|&d| d != 0) {
+                prefetch_window(&[r0.as_ptr()], ba + d, true);
+                prefetch_window(&[r0.as_ptr()], bb + d, true);
+            }
+            let load = |r: &[u8], at: usize| _mm512_loadu_si512(r.as_ptr().add(at) as *const _);
+            let w0 = [load(r0, ba), load(r0, ba + 64), load(r0, bb), load(r0, bb + 64)];
+            let w1 = [load(r1, ba), load(r1, ba + 64), load(r1, bb), load(r1, bb + 64)];
+            let wqv = _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _);
+            for j in 0..M {
+                let ctl = _mm512_loadu_si512(plan.controls.as_ptr().add((b * M + j) * 2 + 1) as *const _);
+                let pick = |w: &[__m512i; 4], bytes: u64| {
+                    _mm512_or_si512(
+                        _mm512_maskz_permutex2var_epi8(first & bytes, w[0], ctl, w[1]),
+                        _mm512_maskz_permutex2var_epi8(second & bytes, w[2], ctl, w[3]),
+                    )
+                };
+                let pairs = _mm512_or_si512(pick(&w0, top), pick(&w1, bottom));
                 let down = _mm512_maddubs_epi16(pairs, weights);
                 let v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(down, wqv)), unit);
                 _mm512_storeu_ps(rows[j].add(16 * b), v);
