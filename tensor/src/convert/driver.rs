@@ -350,13 +350,12 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             // PIL's filters at AVX-512 where a group has whole weights: a ring of bytes.
             #[cfg(target_arch = "x86_64")]
             if c.avx512() && m.round_between && !s.ring.btags[0].is_empty() {
-                let plans = avx512_plan;
-                let takes = |g: usize| plans(g).is_some();
+                let takes = |g: usize| avx512_plan(g).is_some();
                 let split = avx512_split;
                 let mut packed_at = [std::ptr::null::<u8>(); multitap::ROWS_AT_ONCE];
                 let horiz =
                     |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize, packed: &mut [u8]| {
-                        let Some((plan, rest, compact)) = plans(g) else { return 0 };
+                        let Some((plan, rest, compact)) = avx512_plan(g) else { return 0 };
                         let mut rows = rows;
                         let packed_rows;
                         if let Some(p) = compact {

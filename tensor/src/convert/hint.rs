@@ -106,8 +106,11 @@ fn amd() -> bool {
     {
         #[allow(unused_unsafe)]
         let id = unsafe { std::arch::x86_64::__cpuid(0) };
-        let vendor: Vec<u8> = [id.ebx, id.edx, id.ecx].iter().flat_map(|r| r.to_le_bytes()).collect();
-        vendor == b"AuthenticAMD"
+        let mut vendor = [0u8; 12];
+        for (part, r) in vendor.chunks_exact_mut(4).zip([id.ebx, id.edx, id.ecx]) {
+            part.copy_from_slice(&r.to_le_bytes());
+        }
+        &vendor == b"AuthenticAMD"
     }
     #[cfg(not(target_arch = "x86_64"))]
     false
