@@ -198,6 +198,9 @@ CASES = [
     ('sampling', 'NV12 (Y 3x one row, UV 1.5x two rows)', 'NEON', [
         ('neon::sample_blocks::<1, 1, true, false>', 64, (), ()),
         ('neon::sample_blocks::<1, 2, false, true>', 128, (), ())]),
+    ('sampling', 'NV12 (Y 3x one row, UV 1.5x two rows)', 'NEON, UV rows first', [
+        ('neon::sample_blocks::<1, 1, true, false>', 64, (), ()),
+        ('neon::rows_first::rows_first_blocks::<2>', 128, (), ())]),
     ('sampling', 'NV12 (Y 3x one row, UV 1.5x two rows)', 'baseline', [
         (COPY, 192, (), ()), (TAPS, 64, (), ()), (BLEND, 192, (), ()), (TAPS, 128, (), ())]),
     ('sampling', 'YUY2 (3x, one row)', 'NEON', [

@@ -33,6 +33,7 @@ use std::arch::aarch64::*;
 
 mod pack;
 mod quads;
+mod rows_first;
 mod vertical;
 mod whole;
 pub(super) use pack::{pack_bytes, pack_bytes_split, pack_planar};
@@ -57,14 +58,21 @@ pub(super) fn sample(
     ahead: [usize; 2],
 ) -> usize {
     assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
-    let blocks = group_dispatch!(
-        sample_blocks,
-        windows plan.windows,
-        g.members.len(),
-        single,
-        wy != 0.0,
-        (r0, r1, wy, g, plan, wq, out, ahead)
-    );
+    let blocks = match rows_first::row_weight(wy, single, g.members.len(), plan) {
+        Some(k) => match g.members.len() {
+            2 => unsafe { rows_first::rows_first_blocks::<2>(r0, r1, k, g, plan, wq, out, ahead) },
+            3 => unsafe { rows_first::rows_first_blocks::<3>(r0, r1, k, g, plan, wq, out, ahead) },
+            _ => unsafe { rows_first::rows_first_blocks::<4>(r0, r1, k, g, plan, wq, out, ahead) },
+        },
+        None => group_dispatch!(
+            sample_blocks,
+            windows plan.windows,
+            g.members.len(),
+            single,
+            wy != 0.0,
+            (r0, r1, wy, g, plan, wq, out, ahead)
+        ),
+    };
     let n = g.i0.len().min(g.i1.len()).min(wx.len());
     let blocks = blocks.min(n / 8);
     group_tail(r0, r1, wy, g, wx, 8 * blocks..n, out);

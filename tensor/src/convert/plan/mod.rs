@@ -112,6 +112,11 @@ pub(super) struct Shuffle {
     pub(super) controls: Vec<Aligned32<[u8; 32]>>,
     /// Bytes from the row's window start that every load stays below.
     pub(super) reach: usize,
+    /// With one vector of windows (`windows` 2), per block and member: the two-tap control with
+    /// each tap byte `i` made the byte pair `2i, 2i + 1` (0xff, 0xff for none): NEON's `tbl` of
+    /// the window's bytes blended down as u16 (`neon::rows_first_blocks`).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(super) words: Vec<Aligned32<[u8; 32]>>,
 }
 
 /// Interpolation weights are whole 256ths. A byte blended by two of them has at most 8 + 8 + 8
@@ -188,7 +193,21 @@ fn shuffle_windows(i0: &[u32], i1: &[u32], members: &[(usize, usize)], windows: 
         }
         bases.push(base);
     }
-    Some(Shuffle { windows, bases, controls, reach })
+    // The two-tap controls' u16 lanes `(i, 0x80)` as `(2i, 2i + 1)`.
+    let words = match windows {
+        2 => controls
+            .chunks_exact(2)
+            .map(|forms| {
+                let c = &forms[1].0;
+                Aligned32(std::array::from_fn(|k| match c[k & !1] {
+                    i if i < 16 => 2 * i + (k & 1) as u8,
+                    _ => 0xff,
+                }))
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Some(Shuffle { windows, bases, controls, reach, words })
 }
 
 /// A group's taps for the AVX-512 kernel: blocks of sixteen outputs whose bytes (every tap of

@@ -53,6 +53,37 @@ fn check(i0: &[u32], i1: &[u32], members: &[(usize, usize)], windows: usize) {
     let plan = shuffle_plan(i0, i1, members).expect("a plan");
     assert_eq!(plan.windows, windows);
     assert_picks(i0, i1, members, 8, plan.reach, |row, two| apply(&plan, row, members.len(), two));
+    assert_words(&plan, i0, i1, members);
+}
+
+/// With one vector of windows, `Shuffle::words` looks up each output's two taps as u16 in a
+/// window's bytes widened (`neon::rows_first_blocks`: byte `i` of window `h` is u16 `i` of its
+/// 32-byte table): a table of distinct u16 gives every output its taps' values.
+fn assert_words(plan: &Shuffle, i0: &[u32], i1: &[u32], members: &[(usize, usize)]) {
+    if plan.windows != 2 {
+        assert!(plan.words.is_empty(), "words only for one vector of windows");
+        return;
+    }
+    assert_eq!(plan.words.len(), plan.bases.len() * members.len());
+    let table: Vec<u8> = (0..16u16).flat_map(|i| (1000 + 37 * i).to_le_bytes()).collect();
+    for (b, base) in plan.bases.iter().enumerate() {
+        for (m, &(_, shift)) in members.iter().enumerate() {
+            let idx = &plan.words[b * members.len() + m].0;
+            for j in 0..8 {
+                let x = 8 * b + j;
+                let h = j / 4;
+                let bytes: Vec<u8> = (0..4).map(|k| table[idx[16 * h + 4 * (j % 4) + k] as usize]).collect();
+                let got =
+                    [u16::from_le_bytes([bytes[0], bytes[1]]), u16::from_le_bytes([bytes[2], bytes[3]])];
+                let at = |taps: &[u32]| (taps[x] + shift as u32 - base[h]) as u16;
+                assert_eq!(
+                    got,
+                    [1000 + 37 * at(i0), 1000 + 37 * at(i1)],
+                    "member {m} output {x}: taps as u16"
+                );
+            }
+        }
+    }
 }
 
 /// The AVX-512 kernel's picks in scalar: `vpermt2b` indexes a 128-byte table (7 bits), the
