@@ -342,37 +342,19 @@ pub(super) unsafe fn sample(
     let blocks = match plan.split {
         _ if half != 0 => {
             macro_rules! members {
-                ($narrow:expr) => {
+                ($shape:expr) => {
                     match g.members.len() {
-                        1 => unsafe {
-                            rows_first_blocks::<$narrow, 1>(r0, r1, half, g, plan, wq, out, ahead)
-                        },
-                        2 => unsafe {
-                            rows_first_blocks::<$narrow, 2>(r0, r1, half, g, plan, wq, out, ahead)
-                        },
-                        3 => unsafe {
-                            rows_first_blocks::<$narrow, 3>(r0, r1, half, g, plan, wq, out, ahead)
-                        },
-                        _ => unsafe {
-                            rows_first_blocks::<$narrow, 4>(r0, r1, half, g, plan, wq, out, ahead)
-                        },
+                        1 => unsafe { rows_first_blocks::<$shape, 1>(r0, r1, half, g, plan, wq, out, ahead) },
+                        2 => unsafe { rows_first_blocks::<$shape, 2>(r0, r1, half, g, plan, wq, out, ahead) },
+                        3 => unsafe { rows_first_blocks::<$shape, 3>(r0, r1, half, g, plan, wq, out, ahead) },
+                        _ => unsafe { rows_first_blocks::<$shape, 4>(r0, r1, half, g, plan, wq, out, ahead) },
                     }
                 };
             }
-            macro_rules! split {
-                () => {
-                    match g.members.len() {
-                        1 => unsafe { rows_first_split::<1>(r0, r1, half, g, plan, wq, out, ahead) },
-                        2 => unsafe { rows_first_split::<2>(r0, r1, half, g, plan, wq, out, ahead) },
-                        3 => unsafe { rows_first_split::<3>(r0, r1, half, g, plan, wq, out, ahead) },
-                        _ => unsafe { rows_first_split::<4>(r0, r1, half, g, plan, wq, out, ahead) },
-                    }
-                };
-            }
-            match plan.narrow {
-                _ if plan.split => split!(),
-                true => members!(true),
-                false => members!(false),
+            match (plan.split, plan.narrow) {
+                (true, _) => members!(SPLIT),
+                (false, true) => members!(NARROW),
+                (false, false) => members!(WIDE),
             }
         }
         true => group_dispatch!(
@@ -398,8 +380,7 @@ pub(super) unsafe fn sample(
     16 * blocks
 }
 
-/// The lower row's weight in 128ths where `rows_first_blocks` or `rows_first_split` take a
-/// row (else 0): two rows (a weight strictly between 0 and 1, an even number of 256ths) and two
+/// The lower row's weight in 128ths where `rows_first_blocks` takes a row (else 0): two rows (a weight strictly between 0 and 1, an even number of 256ths) and two
 /// taps across.
 fn rows_first_weight(wy: f32, single: bool) -> u32 {
     let k = wy * 256.0;
@@ -409,18 +390,26 @@ fn rows_first_weight(wy: f32, single: bool) -> u32 {
     }
 }
 
-/// `sample_blocks` of two rows over a narrow window, the rows blended first: one `vpermt2b`
-/// over both rows' windows picks each output's two taps from each row, paired (the two-tap
-/// control's bytes 1 and 3, `plan::Permute::controls`), one `pmaddubsw` blends the pairs by the
+/// `rows_first_blocks`' windows: one of 64 bytes, one of 128, or one of 128 per half block
+/// (`Permute::narrow`, `Permute::split`).
+const NARROW: u8 = 0;
+const WIDE: u8 = 1;
+const SPLIT: u8 = 2;
+
+/// `sample_blocks` (and `split_blocks`) of two rows, the rows blended first: the two-tap control
+/// picks each output's two taps from each row, paired (its bytes 1 and 3,
+/// `plan::Permute::controls`): one `vpermt2b` over both rows' windows where narrow, a masked one
+/// per row and window where wide (two) or split (four). One `pmaddubsw` blends the pairs by the
 /// row weights halved, `128 - half` and `half` (even 256ths halve exactly, and a blended byte
-/// fits an i16), and one `pmaddwd` the taps across. The sum is the same whole number of
-/// 2^-15ths as `sample_blocks`' 2^-16ths (`plan::WEIGHT_STEPS`: exact either way), so the
-/// floats are equal; a member's block takes 5 vector operations where the columns-first order
-/// takes 9 (two permutes, two `pmaddwd`, two conversions and the blend down).
+/// fits an i16), and one `pmaddwd` the taps across. The sum is the same whole number of 2^-15ths
+/// as `sample_blocks`' 2^-16ths (`plan::WEIGHT_STEPS`: exact either way), so the floats are
+/// equal; a member's block takes 5 vector operations where the columns-first order takes 9 (two
+/// permutes, two `pmaddwd`, two conversions and the blend down; wide 7 against 9, split 10
+/// against 13).
 #[cfg_attr(debug_assertions, inline(never))]
 #[cfg_attr(not(debug_assertions), inline(always))]
 #[allow(clippy::too_many_arguments)]
-unsafe fn rows_first_blocks<const NARROW: bool, const M: usize>(
+unsafe fn rows_first_blocks<const SHAPE: u8, const M: usize>(
     r0: &[u8],
     r1: &[u8],
     half: u32,
@@ -430,11 +419,16 @@ unsafe fn rows_first_blocks<const NARROW: bool, const M: usize>(
     out: &mut [Lines<f32>; 4],
     ahead: [usize; 2],
 ) -> usize {
-    assert!(
-        g.members.len() >= M && (1..=4).contains(&M) && plan.narrow == NARROW && (1..128).contains(&half)
-    );
+    let shape = match (plan.split, plan.narrow) {
+        (true, _) => SPLIT,
+        (false, true) => NARROW,
+        (false, false) => WIDE,
+    };
+    assert!(g.members.len() >= M && (1..=4).contains(&M) && shape == SHAPE && (1..128).contains(&half));
     let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
-    let blocks = plan.bases.len().min(wq.len() / 16).min(plan.controls.len() / (2 * M)).min(width / 16);
+    let per = if SHAPE == SPLIT { 2 } else { 1 };
+    let blocks =
+        (plan.bases.len() / per).min(wq.len() / 16).min(plan.controls.len() / (2 * M)).min(width / 16);
     let mut rows = [std::ptr::null_mut::<f32>(); M];
     for (j, row) in rows.iter_mut().enumerate() {
         *row = out[g.members[j].0].as_mut_ptr();
@@ -442,89 +436,47 @@ unsafe fn rows_first_blocks<const NARROW: bool, const M: usize>(
     // The first row's byte of a pair, then the second's.
     let weights = _mm512_set1_epi16(((half << 8) | (128 - half)) as i16);
     let unit = _mm512_set1_ps(1.0 / 32768.0);
-    for b in 0..blocks {
-        unsafe {
-            let base = *plan.bases.get_unchecked(b) as usize;
-            for d in ahead.into_iter().filter(|&d| d != 0) {
-                prefetch_window(&[r0.as_ptr()], base + d, !NARROW);
-            }
-            let load = |r: &[u8], at: usize| _mm512_loadu_si512(r.as_ptr().add(base + at) as *const _);
-            let (a0, a1) = (load(r0, 0), load(r1, 0));
-            let (b0, b1) = match NARROW {
-                true => (a0, a1),
-                false => (load(r0, 64), load(r1, 64)),
-            };
-            let wqv = _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _);
-            for j in 0..M {
-                let ctl = _mm512_loadu_si512(plan.controls.as_ptr().add((b * M + j) * 2 + 1) as *const _);
-                // Wide: each row's 128 bytes through their own permute, into the pairs' first
-                // and second bytes.
-                let pairs = match NARROW {
-                    true => _mm512_permutex2var_epi8(a0, ctl, a1),
-                    false => _mm512_or_si512(
-                        _mm512_maskz_permutex2var_epi8(0x5555_5555_5555_5555, a0, ctl, b0),
-                        _mm512_maskz_permutex2var_epi8(0xaaaa_aaaa_aaaa_aaaa, a1, ctl, b1),
-                    ),
-                };
-                let down = _mm512_maddubs_epi16(pairs, weights);
-                let v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(down, wqv)), unit);
-                _mm512_storeu_ps(rows[j].add(16 * b), v);
-            }
-        }
-    }
-    blocks
-}
-
-/// `rows_first_blocks` with a 128-byte window per half block (`Permute::split`, as
-/// `split_blocks`): four masked permutes a member, each row's bytes from each half's window into
-/// the pairs' first or second bytes, where `split_blocks` takes four, two conversions and the
-/// blend down. RGBA at 2.5× (900p), whose rows are at ¼ and ¾.
-#[cfg_attr(debug_assertions, inline(never))]
-#[cfg_attr(not(debug_assertions), inline(always))]
-#[allow(clippy::too_many_arguments)]
-unsafe fn rows_first_split<const M: usize>(
-    r0: &[u8],
-    r1: &[u8],
-    half: u32,
-    g: &Group,
-    plan: &Permute,
-    wq: &[u32],
-    out: &mut [Lines<f32>; 4],
-    ahead: [usize; 2],
-) -> usize {
-    assert!(g.members.len() >= M && (1..=4).contains(&M) && plan.split && (1..128).contains(&half));
-    let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
-    let blocks = (plan.bases.len() / 2).min(wq.len() / 16).min(plan.controls.len() / (2 * M)).min(width / 16);
-    let mut rows = [std::ptr::null_mut::<f32>(); M];
-    for (j, row) in rows.iter_mut().enumerate() {
-        *row = out[g.members[j].0].as_mut_ptr();
-    }
-    let weights = _mm512_set1_epi16(((half << 8) | (128 - half)) as i16);
-    let unit = _mm512_set1_ps(1.0 / 32768.0);
-    // The first eight outputs' bytes, then the rest; the pairs' first bytes, then their second.
-    let (first, second) = (0xffff_ffffu64, !0xffff_ffffu64);
+    // The pairs' first bytes, then their second; split: the first eight outputs' bytes, then the rest.
     let (top, bottom) = (0x5555_5555_5555_5555u64, 0xaaaa_aaaa_aaaa_aaaau64);
+    let (first, second) = (0xffff_ffffu64, !0xffff_ffffu64);
     for b in 0..blocks {
         unsafe {
-            let (ba, bb) =
-                (*plan.bases.get_unchecked(2 * b) as usize, *plan.bases.get_unchecked(2 * b + 1) as usize);
+            let at = |h: usize| *plan.bases.get_unchecked(per * b + h) as usize;
+            let (ba, bb) = (at(0), at(per - 1));
             for d in ahead.into_iter().filter(|&d| d != 0) {
-                prefetch_window(&[r0.as_ptr()], ba + d, true);
-                prefetch_window(&[r0.as_ptr()], bb + d, true);
+                prefetch_window(&[r0.as_ptr()], ba + d, SHAPE != NARROW);
+                if SHAPE == SPLIT {
+                    prefetch_window(&[r0.as_ptr()], bb + d, true);
+                }
             }
+            // Each row's windows: 64 bytes, 128, or 128 for each half block.
             let load = |r: &[u8], at: usize| _mm512_loadu_si512(r.as_ptr().add(at) as *const _);
-            let w0 = [load(r0, ba), load(r0, ba + 64), load(r0, bb), load(r0, bb + 64)];
-            let w1 = [load(r1, ba), load(r1, ba + 64), load(r1, bb), load(r1, bb + 64)];
+            let windows = |r: &[u8]| match SHAPE {
+                NARROW => {
+                    let a = load(r, ba);
+                    [a, a, a, a]
+                }
+                WIDE => {
+                    let (a, c) = (load(r, ba), load(r, ba + 64));
+                    [a, c, a, c]
+                }
+                _ => [load(r, ba), load(r, ba + 64), load(r, bb), load(r, bb + 64)],
+            };
+            let (w0, w1) = (windows(r0), windows(r1));
             let wqv = _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _);
             for j in 0..M {
                 let ctl = _mm512_loadu_si512(plan.controls.as_ptr().add((b * M + j) * 2 + 1) as *const _);
-                let pick = |w: &[__m512i; 4], bytes: u64| {
-                    _mm512_or_si512(
+                let pick = |w: &[__m512i; 4], bytes: u64| match SHAPE {
+                    WIDE => _mm512_maskz_permutex2var_epi8(bytes, w[0], ctl, w[1]),
+                    _ => _mm512_or_si512(
                         _mm512_maskz_permutex2var_epi8(first & bytes, w[0], ctl, w[1]),
                         _mm512_maskz_permutex2var_epi8(second & bytes, w[2], ctl, w[3]),
-                    )
+                    ),
                 };
-                let pairs = _mm512_or_si512(pick(&w0, top), pick(&w1, bottom));
+                let pairs = match SHAPE {
+                    NARROW => _mm512_permutex2var_epi8(w0[0], ctl, w1[0]),
+                    _ => _mm512_or_si512(pick(&w0, top), pick(&w1, bottom)),
+                };
                 let down = _mm512_maddubs_epi16(pairs, weights);
                 let v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(down, wqv)), unit);
                 _mm512_storeu_ps(rows[j].add(16 * b), v);
