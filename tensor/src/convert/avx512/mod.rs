@@ -380,8 +380,8 @@ pub(super) unsafe fn sample(
     16 * blocks
 }
 
-/// The lower row's weight in 128ths where `rows_first_blocks` takes a row (else 0): two rows (a weight strictly between 0 and 1, an even number of 256ths) and two
-/// taps across.
+/// The lower row's weight in 128ths where `rows_first_blocks` takes a row (else 0): two rows
+/// (a weight strictly between 0 and 1, an even number of 256ths) and two taps across.
 fn rows_first_weight(wy: f32, single: bool) -> u32 {
     let k = wy * 256.0;
     match !single && k > 0.0 && k < 256.0 {
@@ -425,14 +425,10 @@ unsafe fn rows_first_blocks<const SHAPE: u8, const M: usize>(
         (false, false) => WIDE,
     };
     assert!(g.members.len() >= M && (1..=4).contains(&M) && shape == SHAPE && (1..128).contains(&half));
-    let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
+    let (rows, width) = g.member_rows::<M>(out);
     let per = if SHAPE == SPLIT { 2 } else { 1 };
     let blocks =
         (plan.bases.len() / per).min(wq.len() / 16).min(plan.controls.len() / (2 * M)).min(width / 16);
-    let mut rows = [std::ptr::null_mut::<f32>(); M];
-    for (j, row) in rows.iter_mut().enumerate() {
-        *row = out[g.members[j].0].as_mut_ptr();
-    }
     // The first row's byte of a pair, then the second's.
     let weights = _mm512_set1_epi16(((half << 8) | (128 - half)) as i16);
     let unit = _mm512_set1_ps(1.0 / 32768.0);
@@ -503,12 +499,8 @@ unsafe fn split_blocks<const UNUSED: bool, const M: usize, const SINGLE: bool, c
     ahead: [usize; 2],
 ) -> usize {
     assert!(g.members.len() >= M && (1..=4).contains(&M) && plan.split);
-    let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
+    let (rows, width) = g.member_rows::<M>(out);
     let blocks = (plan.bases.len() / 2).min(wq.len() / 16).min(plan.controls.len() / (2 * M)).min(width / 16);
-    let mut rows = [std::ptr::null_mut::<f32>(); M];
-    for (j, row) in rows.iter_mut().enumerate() {
-        *row = out[g.members[j].0].as_mut_ptr();
-    }
     let wyv = _mm512_set1_ps(wy);
     let unit = _mm512_set1_ps(WEIGHT_UNIT);
     // Byte 0 of each dword, or bytes 0 and 2; of the first eight dwords, then of the rest.
@@ -569,12 +561,8 @@ unsafe fn sample_blocks<const NARROW: bool, const M: usize, const SINGLE: bool, 
     ahead: [usize; 2],
 ) -> usize {
     assert!(g.members.len() >= M && (1..=4).contains(&M));
-    let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
+    let (rows, width) = g.member_rows::<M>(out);
     let blocks = plan.bases.len().min(wq.len() / 16).min(plan.controls.len() / (2 * M)).min(width / 16);
-    let mut rows = [std::ptr::null_mut::<f32>(); M];
-    for (j, row) in rows.iter_mut().enumerate() {
-        *row = out[g.members[j].0].as_mut_ptr();
-    }
     let wyv = _mm512_set1_ps(wy);
     let unit = _mm512_set1_ps(WEIGHT_UNIT);
     // Byte 0 of each dword, or bytes 0 and 2.

@@ -103,13 +103,8 @@ unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, cons
     assert!(g.members.len() >= M && (1..=4).contains(&M) && matches!(P, 1 | 2 | 4));
     assert!(plan.reach <= r0.len() && (!TWO || plan.reach <= r1.len()), "loads stay inside the rows");
     let per_block = M * 2 * P;
-    let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
+    let (rows, width) = g.member_rows::<M>(out);
     let blocks = plan.bases.len().min(wq.len() / 8).min(plan.controls.len() / per_block).min(width / 8);
-    // Each member's output row, checked above to hold `8 * blocks` values.
-    let mut rows = [std::ptr::null_mut::<f32>(); M];
-    for (j, row) in rows.iter_mut().enumerate() {
-        *row = out[g.members[j].0].as_mut_ptr();
-    }
     let wyv = vdupq_n_f32(wy);
     let unit = vdupq_n_f32(WEIGHT_UNIT);
     let tap = if SINGLE { 0 } else { P };

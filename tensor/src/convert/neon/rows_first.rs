@@ -43,12 +43,8 @@ pub(super) unsafe fn rows_first_blocks<const M: usize>(
 ) -> usize {
     assert!(g.members.len() >= M && (2..=4).contains(&M) && plan.windows == 2 && k != 0);
     assert!(plan.reach <= r0.len() && plan.reach <= r1.len(), "loads stay inside the rows");
-    let width = g.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
+    let (rows, width) = g.member_rows::<M>(out);
     let blocks = plan.bases.len().min(wq.len() / 8).min(plan.words.len() / M).min(width / 8);
-    let mut rows = [std::ptr::null_mut::<f32>(); M];
-    for (j, row) in rows.iter_mut().enumerate() {
-        *row = out[g.members[j].0].as_mut_ptr();
-    }
     let (top, bottom) = (vdupq_n_u8(0u8.wrapping_sub(k)), vdupq_n_u8(k));
     let unit = vdupq_n_f32(1.0 / 65536.0);
     let (bases, words) = (plan.bases.as_ptr(), plan.words.as_ptr());

@@ -73,6 +73,16 @@ pub(super) struct Group {
     pub(super) permute: Option<Permute>,
 }
 
+impl Group {
+    /// The output rows of the first `M` members (the sampling kernels' stores) and the values
+    /// every member's row holds, which bounds the blocks they write.
+    #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+    pub(super) fn member_rows<const M: usize>(&self, out: &mut [Lines<f32>; 4]) -> ([*mut f32; M], usize) {
+        let width = self.members.iter().map(|&(k, _)| out[k].len()).min().unwrap_or(0);
+        (std::array::from_fn(|j| out[self.members[j].0].as_mut_ptr()), width)
+    }
+}
+
 /// A vector control aligned to its width: control loads that straddle two cache lines cost ~10 %
 /// of a whole conversion here (1920×1080 → 640×640: YUY2 float32 0.19 ms against 0.173, NV12
 /// uint8 0.165–0.175 against 0.150), and whether they did depended on where the heap happened to
