@@ -11,7 +11,7 @@ use super::finish::{
     GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
 use super::lines::Lines;
-use super::plan::{group_dispatch, group_tail, Group, Permute, WEIGHT_UNIT};
+use super::plan::{group_dispatch, group_tail, row_steps, Group, Permute, WEIGHT_UNIT};
 use std::arch::x86_64::*;
 
 mod boxes;
@@ -351,10 +351,10 @@ pub(super) unsafe fn sample(
                     }
                 };
             }
-            match (plan.split, plan.narrow) {
-                (true, _) => members!(SPLIT),
-                (false, true) => members!(NARROW),
-                (false, false) => members!(WIDE),
+            match window_shape(plan) {
+                SPLIT => members!(SPLIT),
+                NARROW => members!(NARROW),
+                _ => members!(WIDE),
             }
         }
         true => group_dispatch!(
@@ -383,9 +383,8 @@ pub(super) unsafe fn sample(
 /// The lower row's weight in 128ths where `rows_first_blocks` takes a row (else 0): two rows
 /// (a weight strictly between 0 and 1, an even number of 256ths) and two taps across.
 fn rows_first_weight(wy: f32, single: bool) -> u32 {
-    let k = wy * 256.0;
-    match !single && k > 0.0 && k < 256.0 {
-        true if k.fract() == 0.0 && (k as u32).is_multiple_of(2) => k as u32 / 2,
+    match row_steps(wy) {
+        Some(k) if !single && k.is_multiple_of(2) => k / 2,
         _ => 0,
     }
 }
@@ -395,6 +394,15 @@ fn rows_first_weight(wy: f32, single: bool) -> u32 {
 const NARROW: u8 = 0;
 const WIDE: u8 = 1;
 const SPLIT: u8 = 2;
+
+/// A plan's window shape for `rows_first_blocks`.
+fn window_shape(plan: &Permute) -> u8 {
+    match (plan.split, plan.narrow) {
+        (true, _) => SPLIT,
+        (false, true) => NARROW,
+        (false, false) => WIDE,
+    }
+}
 
 /// `sample_blocks` (and `split_blocks`) of two rows, the rows blended first: the two-tap control
 /// picks each output's two taps from each row, paired (its bytes 1 and 3,
@@ -419,19 +427,20 @@ unsafe fn rows_first_blocks<const SHAPE: u8, const M: usize>(
     out: &mut [Lines<f32>; 4],
     ahead: [usize; 2],
 ) -> usize {
-    let shape = match (plan.split, plan.narrow) {
-        (true, _) => SPLIT,
-        (false, true) => NARROW,
-        (false, false) => WIDE,
-    };
-    assert!(g.members.len() >= M && (1..=4).contains(&M) && shape == SHAPE && (1..128).contains(&half));
+    assert!(
+        g.members.len() >= M
+            && (1..=4).contains(&M)
+            && window_shape(plan) == SHAPE
+            && (1..128).contains(&half)
+    );
     let (rows, width) = g.member_rows::<M>(out);
     let per = if SHAPE == SPLIT { 2 } else { 1 };
     let blocks =
         (plan.bases.len() / per).min(wq.len() / 16).min(plan.controls.len() / (2 * M)).min(width / 16);
     // The first row's byte of a pair, then the second's.
     let weights = _mm512_set1_epi16(((half << 8) | (128 - half)) as i16);
-    let unit = _mm512_set1_ps(1.0 / 32768.0);
+    // The halved row weights make the sums 2^-15ths.
+    let unit = _mm512_set1_ps(2.0 * WEIGHT_UNIT * WEIGHT_UNIT);
     // The pairs' first bytes, then their second; split: the first eight outputs' bytes, then the rest.
     let (top, bottom) = (0x5555_5555_5555_5555u64, 0xaaaa_aaaa_aaaa_aaaau64);
     let (first, second) = (0xffff_ffffu64, !0xffff_ffffu64);

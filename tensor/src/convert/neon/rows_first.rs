@@ -3,16 +3,14 @@
 
 use super::super::hint::prefetch;
 use super::super::lines::Lines;
-use super::super::plan::{Group, Shuffle};
+use super::super::plan::{row_steps, Group, Shuffle, WEIGHT_UNIT};
 use std::arch::aarch64::*;
 
 /// The second row's weight in 256ths where `rows_first_blocks` takes a group's row: two rows (a
 /// weight strictly between 0 and 1), two taps across, one vector of windows (`Shuffle::windows`
 /// 2: a window per four outputs) and two or more members.
 pub(super) fn row_weight(wy: f32, single: bool, members: usize, plan: &Shuffle) -> Option<u8> {
-    let k = wy * 256.0;
-    (!single && members >= 2 && plan.windows == 2 && k > 0.0 && k < 256.0 && k.fract() == 0.0)
-        .then_some(k as u8)
+    row_steps(wy).filter(|_| !single && members >= 2 && plan.windows == 2).map(|k| k as u8)
 }
 
 /// `sample_blocks::<1, M, false, true>` with the rows blended first: each window's 16 bytes down
@@ -46,7 +44,7 @@ pub(super) unsafe fn rows_first_blocks<const M: usize>(
     let (rows, width) = g.member_rows::<M>(out);
     let blocks = plan.bases.len().min(wq.len() / 8).min(plan.words.len() / M).min(width / 8);
     let (top, bottom) = (vdupq_n_u8(0u8.wrapping_sub(k)), vdupq_n_u8(k));
-    let unit = vdupq_n_f32(1.0 / 65536.0);
+    let unit = vdupq_n_f32(WEIGHT_UNIT * WEIGHT_UNIT);
     let (bases, words) = (plan.bases.as_ptr(), plan.words.as_ptr());
     for b in 0..blocks {
         unsafe {

@@ -140,6 +140,15 @@ const WEIGHT_STEPS: f64 = 256.0;
 /// The kernels' scale from integer blends (weights times `WEIGHT_STEPS`) back to sample values.
 pub(super) const WEIGHT_UNIT: f32 = (1.0 / WEIGHT_STEPS) as f32;
 
+/// A row weight `wy` as whole 256ths strictly between 0 and 256: a blend of two rows, which the
+/// kernels that blend the rows first (`avx512::rows_first_blocks`, `neon::rows_first_blocks`)
+/// take by their integer blends; `None` for one row.
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+pub(super) fn row_steps(wy: f32) -> Option<u32> {
+    let k = wy * WEIGHT_STEPS as f32;
+    (k > 0.0 && k < WEIGHT_STEPS as f32 && k.fract() == 0.0).then_some(k as u32)
+}
+
 /// Weights `w` as `(1 - w, w)` in 256ths, the two i16 halves of a u32 (their sum is exactly 256).
 pub(super) fn weight_pairs(w: &[f32]) -> Vec<u32> {
     let one = WEIGHT_STEPS as u32;
@@ -286,8 +295,8 @@ fn permute_windows(
                 // two taps each tap's index again in the byte after it, from the second table
                 // where narrow: a second row's window there pairs the rows' bytes
                 // (`avx512::rows_first_blocks`); the zero register gives the zero bytes as before.
-                let mut ctl = [if narrow { 64 } else { 0 }; 64];
                 let second = if narrow { 64 } else { 0 };
+                let mut ctl = [second; 64];
                 for j in 0..16 {
                     ctl[4 * j] = at(i0, j);
                     if two {
