@@ -1,5 +1,5 @@
 //! The AVX-512 (F, BW, VL, VBMI) kernels, sixteen outputs per iteration: sampling through a
-//! group's `Permute` plan (one `vpermt2b` per component and block), and the fused finish with the
+//! group's `Permute` plan (masked byte permutes per component and block), and the fused finish with the
 //! 8-bit interleave as one `vpermb` over the packed channels, the float32 one as two-source
 //! permutes, and the row's last columns under masks instead of a scalar tail. The multi-tap
 //! filters' kernels are in `taps.rs`, an exact box's in `boxes.rs`.
@@ -11,7 +11,7 @@ use super::finish::{
     GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
 use super::lines::Lines;
-use super::plan::{group_dispatch, group_tail, row_steps, Group, Permute, WEIGHT_UNIT};
+use super::plan::{group_dispatch, group_tail, row_steps, Group, Permute, Windows, WEIGHT_UNIT};
 use std::arch::x86_64::*;
 
 mod boxes;
@@ -339,40 +339,30 @@ pub(super) unsafe fn sample(
 ) -> usize {
     assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
     let half = rows_first_weight(wy, single);
-    let blocks = match plan.split {
-        _ if half != 0 => {
-            macro_rules! members {
-                ($shape:expr) => {
-                    match g.members.len() {
-                        1 => unsafe { rows_first_blocks::<$shape, 1>(r0, r1, half, g, plan, wq, out, ahead) },
-                        2 => unsafe { rows_first_blocks::<$shape, 2>(r0, r1, half, g, plan, wq, out, ahead) },
-                        3 => unsafe { rows_first_blocks::<$shape, 3>(r0, r1, half, g, plan, wq, out, ahead) },
-                        _ => unsafe { rows_first_blocks::<$shape, 4>(r0, r1, half, g, plan, wq, out, ahead) },
-                    }
-                };
+    macro_rules! shaped {
+        ($shape:expr) => {
+            match half {
+                0 => group_dispatch!(
+                    sample_blocks,
+                    false => [$shape, $shape],
+                    g.members.len(),
+                    single,
+                    wy != 0.0,
+                    (r0, r1, wy, g, plan, wq, out, ahead)
+                ),
+                _ => match g.members.len() {
+                    1 => unsafe { rows_first_blocks::<$shape, 1>(r0, r1, half, g, plan, wq, out, ahead) },
+                    2 => unsafe { rows_first_blocks::<$shape, 2>(r0, r1, half, g, plan, wq, out, ahead) },
+                    3 => unsafe { rows_first_blocks::<$shape, 3>(r0, r1, half, g, plan, wq, out, ahead) },
+                    _ => unsafe { rows_first_blocks::<$shape, 4>(r0, r1, half, g, plan, wq, out, ahead) },
+                },
             }
-            match window_shape(plan) {
-                SPLIT => members!(SPLIT),
-                NARROW => members!(NARROW),
-                _ => members!(WIDE),
-            }
-        }
-        true => group_dispatch!(
-            split_blocks,
-            false => [false, false],
-            g.members.len(),
-            single,
-            wy != 0.0,
-            (r0, r1, wy, g, plan, wq, out, ahead)
-        ),
-        false => group_dispatch!(
-            sample_blocks,
-            plan.narrow => [false, true],
-            g.members.len(),
-            single,
-            wy != 0.0,
-            (r0, r1, wy, g, plan, wq, out, ahead)
-        ),
+        };
+    }
+    let blocks = match plan.windows {
+        Windows::Narrow => shaped!(NARROW),
+        Windows::Halves => shaped!(HALVES),
+        Windows::Split => shaped!(SPLIT),
     };
     let n = g.i0.len().min(g.i1.len()).min(wx.len());
     let blocks = blocks.min(n / 16);
@@ -389,31 +379,96 @@ fn rows_first_weight(wy: f32, single: bool) -> u32 {
     }
 }
 
-/// `rows_first_blocks`' windows: one of 64 bytes, one of 128, or one of 128 per half block
-/// (`Permute::narrow`, `Permute::split`).
+/// `plan::Windows` as the kernels' const parameter.
 const NARROW: u8 = 0;
-const WIDE: u8 = 1;
+const HALVES: u8 = 1;
 const SPLIT: u8 = 2;
 
-/// A plan's window shape for `rows_first_blocks`.
+/// A plan's `SHAPE`.
 fn window_shape(plan: &Permute) -> u8 {
-    match (plan.split, plan.narrow) {
-        (true, _) => SPLIT,
-        (false, true) => NARROW,
-        (false, false) => WIDE,
+    match plan.windows {
+        Windows::Narrow => NARROW,
+        Windows::Halves => HALVES,
+        Windows::Split => SPLIT,
     }
 }
 
-/// `sample_blocks` (and `split_blocks`) of two rows, the rows blended first: the two-tap control
-/// picks each output's two taps from each row, paired (its bytes 1 and 3,
-/// `plan::Permute::controls`): one `vpermt2b` over both rows' windows where narrow, a masked one
-/// per row and window where wide (two) or split (four). One `pmaddubsw` blends the pairs by the
-/// row weights halved, `128 - half` and `half` (even 256ths halve exactly, and a blended byte
-/// fits an i16), and one `pmaddwd` the taps across. The sum is the same whole number of 2^-15ths
-/// as `sample_blocks`' 2^-16ths (`plan::WEIGHT_STEPS`: exact either way), so the floats are
-/// equal; a member's block takes 5 vector operations where the columns-first order takes 9 (two
-/// permutes, two `pmaddwd`, two conversions and the blend down; wide 7 against 9, split 10
-/// against 13).
+/// One row's windows at block `b` (bases `per * b`, and `per * b + 1` for two per block):
+/// `[first, _, _, _]` narrow, `[first half's, second half's, _, _]` halves, and split the two
+/// 128-byte windows as `[first, first + 64, second, second + 64]`; the row's lines `ahead`
+/// bytes on asked for first.
+#[inline(always)]
+unsafe fn windows<const SHAPE: u8>(row: &[u8], plan: &Permute, b: usize, ahead: [usize; 2]) -> [__m512i; 4] {
+    let per = if SHAPE == NARROW { 1 } else { 2 };
+    unsafe {
+        let at = |h: usize| *plan.bases.get_unchecked(per * b + h) as usize;
+        let (ba, bb) = (at(0), at(per - 1));
+        for d in ahead.into_iter().filter(|&d| d != 0) {
+            // Halves: the second window starts within the first's 64 bytes; a line on covers it.
+            prefetch_window(&[row.as_ptr()], ba + d, SHAPE != NARROW);
+            if SHAPE == SPLIT {
+                prefetch_window(&[row.as_ptr()], bb + d, true);
+            }
+        }
+        let load = |at: usize| _mm512_loadu_si512(row.as_ptr().add(at) as *const _);
+        match SHAPE {
+            NARROW => {
+                let a = load(ba);
+                [a; 4]
+            }
+            HALVES => {
+                let (a, c) = (load(ba), load(bb));
+                [a, c, a, c]
+            }
+            _ => [load(ba), load(ba + 64), load(bb), load(bb + 64)],
+        }
+    }
+}
+
+/// `masks` as values the compiler cannot see: with constant masks it turned the masked permutes
+/// into unmasked ones and a `vpandq` or `vpternlogq` with a constant (one vector operation more
+/// each, on the ports the permutes use).
+#[inline(always)]
+fn opaque<const SHAPE: u8, T>(masks: T) -> T {
+    if SHAPE == SPLIT {
+        masks
+    } else {
+        std::hint::black_box(masks)
+    }
+}
+
+/// `into` with the bytes `bytes` replaced by `ctl`'s picks from one row's `windows`. A window
+/// of 64 bytes is one `vpermb` (the index's bit 6 ignored), each half's under its half of the
+/// mask; a split block's two 128-byte windows two masked `vpermt2b`.
+#[inline(always)]
+unsafe fn pick<const SHAPE: u8>(into: __m512i, w: &[__m512i; 4], ctl: __m512i, bytes: u64) -> __m512i {
+    let (first, second) = (bytes & 0xffff_ffff, bytes & !0xffff_ffff);
+    match SHAPE {
+        NARROW => _mm512_mask_permutexvar_epi8(into, bytes, ctl, w[0]),
+        HALVES => _mm512_mask_permutexvar_epi8(
+            _mm512_mask_permutexvar_epi8(into, first, ctl, w[0]),
+            second,
+            ctl,
+            w[1],
+        ),
+        _ => _mm512_or_si512(
+            into,
+            _mm512_or_si512(
+                _mm512_maskz_permutex2var_epi8(first, w[0], ctl, w[1]),
+                _mm512_maskz_permutex2var_epi8(second, w[2], ctl, w[3]),
+            ),
+        ),
+    }
+}
+
+/// `sample_blocks` of two rows, the rows blended first: the two-tap control picks each output's
+/// two taps from each row, paired (its bytes 1 and 3, `plan::Permute::controls`), one row's
+/// picks merged into the other's (`pick`). One `pmaddubsw` blends the pairs by the row weights
+/// halved, `128 - half` and `half` (even 256ths halve exactly, and a blended byte fits an i16),
+/// and one `pmaddwd` the taps across. The sum is the same whole number of 2^-15ths as
+/// `sample_blocks`' 2^-16ths (`plan::WEIGHT_STEPS`: exact either way), so the floats are equal;
+/// a member's block takes 6 vector operations (narrow) where the columns-first order takes 8
+/// (two picks, two `pmaddwd`, two conversions and the blend down).
 #[cfg_attr(debug_assertions, inline(never))]
 #[cfg_attr(not(debug_assertions), inline(always))]
 #[allow(clippy::too_many_arguments)]
@@ -434,54 +489,24 @@ unsafe fn rows_first_blocks<const SHAPE: u8, const M: usize>(
             && (1..128).contains(&half)
     );
     let (rows, width) = g.member_rows::<M>(out);
-    let per = if SHAPE == SPLIT { 2 } else { 1 };
+    let per = plan.windows.per_block();
     let blocks =
         (plan.bases.len() / per).min(wq.len() / 16).min(plan.controls.len() / (2 * M)).min(width / 16);
     // The first row's byte of a pair, then the second's.
     let weights = _mm512_set1_epi16(((half << 8) | (128 - half)) as i16);
     // The halved row weights make the sums 2^-15ths.
     let unit = _mm512_set1_ps(2.0 * WEIGHT_UNIT * WEIGHT_UNIT);
-    // The pairs' first bytes, then their second; split: the first eight outputs' bytes, then the rest.
-    let (top, bottom) = (0x5555_5555_5555_5555u64, 0xaaaa_aaaa_aaaa_aaaau64);
-    let (first, second) = (0xffff_ffffu64, !0xffff_ffffu64);
+    // The pairs' first bytes, then their second.
+    let (top, bottom) = opaque::<SHAPE, _>((0x5555_5555_5555_5555u64, 0xaaaa_aaaa_aaaa_aaaau64));
+    let zero = _mm512_setzero_si512();
     for b in 0..blocks {
         unsafe {
-            let at = |h: usize| *plan.bases.get_unchecked(per * b + h) as usize;
-            let (ba, bb) = (at(0), at(per - 1));
-            for d in ahead.into_iter().filter(|&d| d != 0) {
-                prefetch_window(&[r0.as_ptr()], ba + d, SHAPE != NARROW);
-                if SHAPE == SPLIT {
-                    prefetch_window(&[r0.as_ptr()], bb + d, true);
-                }
-            }
-            // Each row's windows: 64 bytes, 128, or 128 for each half block.
-            let load = |r: &[u8], at: usize| _mm512_loadu_si512(r.as_ptr().add(at) as *const _);
-            let windows = |r: &[u8]| match SHAPE {
-                NARROW => {
-                    let a = load(r, ba);
-                    [a, a, a, a]
-                }
-                WIDE => {
-                    let (a, c) = (load(r, ba), load(r, ba + 64));
-                    [a, c, a, c]
-                }
-                _ => [load(r, ba), load(r, ba + 64), load(r, bb), load(r, bb + 64)],
-            };
-            let (w0, w1) = (windows(r0), windows(r1));
+            let w0 = windows::<SHAPE>(r0, plan, b, ahead);
+            let w1 = windows::<SHAPE>(r1, plan, b, [0, 0]);
             let wqv = _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _);
             for j in 0..M {
                 let ctl = _mm512_loadu_si512(plan.controls.as_ptr().add((b * M + j) * 2 + 1) as *const _);
-                let pick = |w: &[__m512i; 4], bytes: u64| match SHAPE {
-                    WIDE => _mm512_maskz_permutex2var_epi8(bytes, w[0], ctl, w[1]),
-                    _ => _mm512_or_si512(
-                        _mm512_maskz_permutex2var_epi8(first & bytes, w[0], ctl, w[1]),
-                        _mm512_maskz_permutex2var_epi8(second & bytes, w[2], ctl, w[3]),
-                    ),
-                };
-                let pairs = match SHAPE {
-                    NARROW => _mm512_permutex2var_epi8(w0[0], ctl, w1[0]),
-                    _ => _mm512_or_si512(pick(&w0, top), pick(&w1, bottom)),
-                };
+                let pairs = pick::<SHAPE>(pick::<SHAPE>(zero, &w0, ctl, top), &w1, ctl, bottom);
                 let down = _mm512_maddubs_epi16(pairs, weights);
                 let v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(down, wqv)), unit);
                 _mm512_storeu_ps(rows[j].add(16 * b), v);
@@ -491,13 +516,13 @@ unsafe fn rows_first_blocks<const SHAPE: u8, const M: usize>(
     blocks
 }
 
-/// `sample_blocks` with a 128-byte window per half block (`Permute::split`): two masked
-/// permutes per member, the first half's lanes from the first window, the rest from the second.
-/// Unoptimized, a function of its own per case, as `sample_blocks`.
+/// Each member's output bytes picked (`pick`) into dwords, then converted (one tap: its byte)
+/// or summed across (`pmaddwd`, two taps), and blended down two rows. Unoptimized, a function of
+/// its own per case (inlined, the cases gave `sample` a 0.25 MB frame; as `finish_rows`).
 #[cfg_attr(debug_assertions, inline(never))]
 #[cfg_attr(not(debug_assertions), inline(always))]
 #[allow(clippy::too_many_arguments)]
-unsafe fn split_blocks<const UNUSED: bool, const M: usize, const SINGLE: bool, const TWO: bool>(
+unsafe fn sample_blocks<const SHAPE: u8, const M: usize, const SINGLE: bool, const TWO: bool>(
     r0: &[u8],
     r1: &[u8],
     wy: f32,
@@ -507,108 +532,31 @@ unsafe fn split_blocks<const UNUSED: bool, const M: usize, const SINGLE: bool, c
     out: &mut [Lines<f32>; 4],
     ahead: [usize; 2],
 ) -> usize {
-    assert!(g.members.len() >= M && (1..=4).contains(&M) && plan.split);
+    assert!(g.members.len() >= M && (1..=4).contains(&M) && window_shape(plan) == SHAPE);
     let (rows, width) = g.member_rows::<M>(out);
-    let blocks = (plan.bases.len() / 2).min(wq.len() / 16).min(plan.controls.len() / (2 * M)).min(width / 16);
-    let wyv = _mm512_set1_ps(wy);
-    let unit = _mm512_set1_ps(WEIGHT_UNIT);
-    // Byte 0 of each dword, or bytes 0 and 2; of the first eight dwords, then of the rest.
-    let keep: u64 = if SINGLE { 0x1111_1111_1111_1111 } else { 0x5555_5555_5555_5555 };
-    let (first, second) = (keep & 0xffff_ffff, keep & !0xffff_ffff);
-    let form = usize::from(!SINGLE);
-    for b in 0..blocks {
-        unsafe {
-            let (ba, bb) =
-                (*plan.bases.get_unchecked(2 * b) as usize, *plan.bases.get_unchecked(2 * b + 1) as usize);
-            for d in ahead.into_iter().filter(|&d| d != 0) {
-                prefetch_window(&[r0.as_ptr()], ba + d, true);
-                prefetch_window(&[r0.as_ptr()], bb + d, true);
-            }
-            let load = |r: &[u8], at: usize| _mm512_loadu_si512(r.as_ptr().add(at) as *const _);
-            let w0 = [load(r0, ba), load(r0, ba + 64), load(r0, bb), load(r0, bb + 64)];
-            let w1 =
-                if TWO { [load(r1, ba), load(r1, ba + 64), load(r1, bb), load(r1, bb + 64)] } else { w0 };
-            let wqv = if SINGLE {
-                _mm512_setzero_si512()
-            } else {
-                _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _)
-            };
-            for j in 0..M {
-                let ctl = _mm512_loadu_si512(plan.controls.as_ptr().add((b * M + j) * 2 + form) as *const _);
-                let pick = |w: &[__m512i; 4]| {
-                    let t = _mm512_or_si512(
-                        _mm512_maskz_permutex2var_epi8(first, w[0], ctl, w[1]),
-                        _mm512_maskz_permutex2var_epi8(second, w[2], ctl, w[3]),
-                    );
-                    _mm512_cvtepi32_ps(if SINGLE { t } else { _mm512_madd_epi16(t, wqv) })
-                };
-                let top = pick(&w0);
-                let mut v = if TWO { _mm512_fmadd_ps(wyv, _mm512_sub_ps(pick(&w1), top), top) } else { top };
-                if !SINGLE {
-                    v = _mm512_mul_ps(v, unit);
-                }
-                _mm512_storeu_ps(rows[j].add(16 * b), v);
-            }
-        }
-    }
-    blocks
-}
-
-/// Unoptimized, a function of its own per case (inlined, the cases gave `sample` a 0.25 MB
-/// frame; as `finish_rows`).
-#[cfg_attr(debug_assertions, inline(never))]
-#[cfg_attr(not(debug_assertions), inline(always))]
-#[allow(clippy::too_many_arguments)]
-unsafe fn sample_blocks<const NARROW: bool, const M: usize, const SINGLE: bool, const TWO: bool>(
-    r0: &[u8],
-    r1: &[u8],
-    wy: f32,
-    g: &Group,
-    plan: &Permute,
-    wq: &[u32],
-    out: &mut [Lines<f32>; 4],
-    ahead: [usize; 2],
-) -> usize {
-    assert!(g.members.len() >= M && (1..=4).contains(&M));
-    let (rows, width) = g.member_rows::<M>(out);
-    let blocks = plan.bases.len().min(wq.len() / 16).min(plan.controls.len() / (2 * M)).min(width / 16);
+    let per = plan.windows.per_block();
+    let blocks =
+        (plan.bases.len() / per).min(wq.len() / 16).min(plan.controls.len() / (2 * M)).min(width / 16);
     let wyv = _mm512_set1_ps(wy);
     let unit = _mm512_set1_ps(WEIGHT_UNIT);
     // Byte 0 of each dword, or bytes 0 and 2.
-    let keep: u64 = if SINGLE { 0x1111_1111_1111_1111 } else { 0x5555_5555_5555_5555 };
+    let keep: u64 = opaque::<SHAPE, _>(if SINGLE { 0x1111_1111_1111_1111 } else { 0x5555_5555_5555_5555 });
     let form = usize::from(!SINGLE);
+    let zero = _mm512_setzero_si512();
     for b in 0..blocks {
         unsafe {
-            let base = *plan.bases.get_unchecked(b) as usize;
-            for d in ahead.into_iter().filter(|&d| d != 0) {
-                prefetch_window(&[r0.as_ptr()], base + d, !NARROW);
-            }
-            let load = |r: &[u8], at: usize| _mm512_loadu_si512(r.as_ptr().add(base + at) as *const _);
-            let zero = _mm512_setzero_si512();
-            let (a0, b0) = (load(r0, 0), if NARROW { zero } else { load(r0, 64) });
-            let (a1, b1) = match (TWO, NARROW) {
-                (false, _) => (a0, b0),
-                (true, true) => (load(r1, 0), zero),
-                (true, false) => (load(r1, 0), load(r1, 64)),
-            };
-            let wqv = if SINGLE {
-                _mm512_setzero_si512()
-            } else {
-                _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _)
-            };
+            let w0 = windows::<SHAPE>(r0, plan, b, ahead);
+            let w1 = if TWO { windows::<SHAPE>(r1, plan, b, [0, 0]) } else { w0 };
+            let wqv = if SINGLE { zero } else { _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _) };
             for j in 0..M {
                 let ctl = _mm512_loadu_si512(plan.controls.as_ptr().add((b * M + j) * 2 + form) as *const _);
-                let pick = |lo: __m512i, hi: __m512i| {
-                    let t = if NARROW {
-                        _mm512_permutex2var_epi8(lo, ctl, hi)
-                    } else {
-                        _mm512_maskz_permutex2var_epi8(keep, lo, ctl, hi)
-                    };
+                let sampled = |w: &[__m512i; 4]| {
+                    let t = pick::<SHAPE>(zero, w, ctl, keep);
                     _mm512_cvtepi32_ps(if SINGLE { t } else { _mm512_madd_epi16(t, wqv) })
                 };
-                let top = pick(a0, b0);
+                let top = sampled(&w0);
                 let mut v =
-                    if TWO { _mm512_fmadd_ps(wyv, _mm512_sub_ps(pick(a1, b1), top), top) } else { top };
+                    if TWO { _mm512_fmadd_ps(wyv, _mm512_sub_ps(sampled(&w1), top), top) } else { top };
                 if !SINGLE {
                     v = _mm512_mul_ps(v, unit);
                 }

@@ -229,60 +229,88 @@ fn shuffle_windows(i0: &[u32], i1: &[u32], members: &[(usize, usize)], windows: 
     Some(Shuffle { windows, bases, controls, reach, words })
 }
 
-/// A group's taps for the AVX-512 kernel: blocks of sixteen outputs whose bytes (every tap of
-/// every member) lie in one 64-byte window (`narrow`: one load per source row) or else one
-/// 128-byte window (two loads); one `vpermt2b` per member then puts each output's byte (or its two
-/// taps' bytes, as the words for `pmaddwd`) in a dword. The other bytes of a dword are zero: in a
-/// narrow window they index the second table, a zero register; in a wide one a mask clears them.
-/// Sixteen outputs per instruction where the AVX2 shuffles do eight (measured: NV12 → uint8
-/// 0.207 → 0.193 ms, YUY2 0.201 → 0.160; narrow windows, no mask and one load: 0.193 → 0.177 ms,
-/// float32 0.230 → 0.217).
+/// A group's taps for the AVX-512 kernels: blocks of sixteen outputs whose bytes (every tap of
+/// every member) lie in windows of the row (`Windows`); per member and block a control puts each
+/// output's byte (or its two taps' bytes, as the words for `pmaddwd`) in a dword, the other bytes
+/// zeroed by a mask. Sixteen outputs per instruction where the AVX2 shuffles do eight (measured:
+/// NV12 → uint8 0.207 → 0.193 ms, YUY2 0.201 → 0.160; narrow windows, no mask and one load:
+/// 0.193 → 0.177 ms, float32 0.230 → 0.217).
 #[derive(Debug, Clone)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) struct Permute {
-    pub(super) narrow: bool,
-    /// Per block, the window's first byte; with `split`, two 128-byte windows per block, outputs
-    /// 0..8 from the first and 8..16 from the second (`bases[2b]`, `bases[2b + 1]`), each
-    /// control's indices relative to its half's window.
-    pub(super) split: bool,
+    pub(super) windows: Windows,
+    /// Per block, the window's first byte; `Halves` and `Split` two per block, outputs 0..8 from
+    /// the first and 8..16 from the second (`bases[2b]`, `bases[2b + 1]`), each control's indices
+    /// relative to its half's window.
     pub(super) bases: Vec<u32>,
     /// Per block and member (members in order): tap 0 alone (byte 0 of each dword), then taps 0
-    /// and 1 (bytes 0 and 2; bytes 1 and 3 the same taps, narrow from the second table).
+    /// and 1 (bytes 0 and 2; bytes 1 and 3 the same taps, from the second table where the
+    /// windows are 64 bytes).
     pub(super) controls: Vec<Aligned64<[u8; 64]>>,
     /// Bytes from the row's window start that every load stays below.
     pub(super) reach: usize,
 }
 
-/// The `Permute` plan of a group: narrow windows where every block fits one, else wide, else
-/// a wide window per half block (`split`: RGBA at 3×, 16 pixels every 12 bytes, and at 2.5×,
-/// which took the AVX2 shuffles of one or two outputs a window: 1600×900 RGBA → 640 uint8 0.27
-/// ms against 0.19 for 1080p); `None` where even eight outputs span more than 128 bytes.
-fn permute_plan(i0: &[u32], i1: &[u32], members: &[(usize, usize)]) -> Option<Permute> {
-    permute_windows(i0, i1, members, 64, false)
-        .or_else(|| permute_windows(i0, i1, members, 128, false))
-        .or_else(|| permute_windows(i0, i1, members, 128, true))
+/// Where a `Permute` block's bytes lie, the first that fits: one 64-byte window (`Narrow`: one
+/// load a row, a one-table `vpermb` a member); a 64-byte window per half block (`Halves`: two
+/// loads, two `vpermb`; YUY2 at 2.5× and 3×, whose sixteen outputs span up to 100 bytes); a
+/// 128-byte window per half block (`Split`: four loads, two two-table `vpermt2b`; RGBA at 3×, 16
+/// pixels every 12 bytes, and at 2.5×, which took the AVX2 shuffles of one or two outputs a
+/// window: 1600×900 RGBA → 640 uint8 0.27 ms against 0.19 for 1080p). On this Xeon a
+/// `vpermt2b` costs as much as two `vpermb` and more (a loop of NV12's two-member rows-first
+/// blocks, 16 outputs: 10.3–11.1 cycles with one `vpermt2b` a member, 9.2–9.7 with two masked
+/// `vpermb`), so two halves of 64 bytes replaced one window of 128 (which no uniform step
+/// needs once the halves are tried: eight outputs past 64 bytes put sixteen past 128).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(super) enum Windows {
+    Narrow,
+    Halves,
+    Split,
 }
 
-fn permute_windows(
-    i0: &[u32],
-    i1: &[u32],
-    members: &[(usize, usize)],
-    window: u32,
-    split: bool,
-) -> Option<Permute> {
+impl Windows {
+    /// Bytes a window holds.
+    pub(super) fn bytes(self) -> u32 {
+        if self == Windows::Split {
+            128
+        } else {
+            64
+        }
+    }
+
+    /// Windows a block reads from each row.
+    pub(super) fn per_block(self) -> usize {
+        if self == Windows::Narrow {
+            1
+        } else {
+            2
+        }
+    }
+}
+
+/// The `Permute` plan of a group, `None` where even eight outputs span more than 128 bytes.
+fn permute_plan(i0: &[u32], i1: &[u32], members: &[(usize, usize)]) -> Option<Permute> {
+    [Windows::Narrow, Windows::Halves, Windows::Split]
+        .into_iter()
+        .find_map(|w| permute_windows(i0, i1, members, w))
+}
+
+fn permute_windows(i0: &[u32], i1: &[u32], members: &[(usize, usize)], windows: Windows) -> Option<Permute> {
     let blocks = i0.len().min(i1.len()) / 16;
     if blocks == 0 {
         return None;
     }
-    let narrow = window == 64;
+    let window = windows.bytes();
     let top = members.iter().map(|&(_, shift)| shift as u32).max().unwrap_or(0);
-    let mut bases = Vec::with_capacity(blocks * (1 + usize::from(split)));
+    let per_block = windows.per_block();
+    let mut bases = Vec::with_capacity(blocks * per_block);
     let mut controls = Vec::with_capacity(blocks * members.len() * 2);
     let mut reach = 0;
-    let per = if split { 8 } else { 16 };
+    let per = 16 / per_block;
     for b in 0..blocks {
         let mut base = [0u32; 2];
-        for (h, base) in base.iter_mut().enumerate().take(16 / per) {
+        for (h, base) in base.iter_mut().enumerate().take(per_block) {
             let start = 16 * b + per * h;
             *base = window_start(i0, i1, start..start + per, top, window)?;
             reach = reach.max((*base + window) as usize);
@@ -291,11 +319,10 @@ fn permute_windows(
         for &(_, shift) in members {
             let at = |taps: &[u32], j: usize| (taps[16 * b + j] + shift as u32 - base[j / per]) as u8;
             for two in [false, true] {
-                // Index 64 is the zero register's first byte (narrow); wide windows mask. With
-                // two taps each tap's index again in the byte after it, from the second table
-                // where narrow: a second row's window there pairs the rows' bytes
-                // (`avx512::rows_first_blocks`); the zero register gives the zero bytes as before.
-                let second = if narrow { 64 } else { 0 };
+                // With two taps each tap's index again in the byte after it, from the second
+                // table where a window is 64 bytes: a second row's window there pairs the rows'
+                // bytes (`avx512::rows_first_blocks`). The kernels mask every other byte.
+                let second = if window == 64 { 64 } else { 0 };
                 let mut ctl = [second; 64];
                 for j in 0..16 {
                     ctl[4 * j] = at(i0, j);
@@ -309,7 +336,7 @@ fn permute_windows(
             }
         }
     }
-    Some(Permute { narrow, split, bases, controls, reach })
+    Some(Permute { windows, bases, controls, reach })
 }
 
 /// What the source components are.

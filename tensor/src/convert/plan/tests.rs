@@ -86,62 +86,49 @@ fn assert_words(plan: &Shuffle, i0: &[u32], i1: &[u32], members: &[(usize, usize
     }
 }
 
-/// The AVX-512 kernel's picks in scalar: `vpermt2b` indexes a 128-byte table (7 bits), the
-/// window's bytes then (narrow) zeros.
+/// The AVX-512 kernels' picks in scalar (`avx512::pick`): per block and half, a window of
+/// `Windows::bytes` whose byte the control's index names modulo its size (`vpermb` reads six
+/// bits, `vpermt2b` seven); the mask keeps byte 0 of each dword, and byte 2 with two taps.
 fn permute(plan: &Permute, row: &[u8], members: usize, two: bool) -> Vec<Vec<[u8; 4]>> {
     let mut out = vec![Vec::new(); members];
-    let halves = if plan.split { 2 } else { 1 };
-    for b in 0..plan.bases.len() / halves {
-        // Narrow: a 64-byte window, then 64 zero bytes; no mask. Split: a window per half.
-        let mut table = [[0u8; 128]; 2];
-        let width = if plan.narrow { 64 } else { 128 };
-        for h in 0..halves {
-            table[h][..width].copy_from_slice(&row[plan.bases[halves * b + h] as usize..][..width]);
-        }
+    let (per, bytes) = (plan.windows.per_block(), plan.windows.bytes() as usize);
+    for b in 0..plan.bases.len() / per {
+        let table = |j: usize| &row[plan.bases[per * b + j / (16 / per)] as usize..][..bytes];
         for (m, out) in out.iter_mut().enumerate() {
             let ctl = &plan.controls[(b * members + m) * 2 + usize::from(two)].0;
             for j in 0..16 {
-                let table = &table[if plan.split { j / 8 } else { 0 }];
-                let pick = |k: usize| table[(ctl[4 * j + k] & 127) as usize];
-                let mut dword = [0, 1, 2, 3].map(pick);
-                if !plan.narrow {
-                    // The mask keeps byte 0, and byte 2 with two taps.
-                    dword = [dword[0], 0, if two { dword[2] } else { 0 }, 0];
-                }
-                out.push(dword);
+                let pick = |k: usize| table(j)[ctl[4 * j + k] as usize % bytes];
+                out.push([pick(0), 0, if two { pick(2) } else { 0 }, 0]);
             }
         }
     }
     out
 }
 
-fn check_permute(i0: &[u32], i1: &[u32], members: &[(usize, usize)], narrow: bool) {
+fn check_permute(i0: &[u32], i1: &[u32], members: &[(usize, usize)], windows: Windows) {
     let plan = permute_plan(i0, i1, members).expect("a plan");
-    assert_eq!(plan.narrow, narrow);
-    assert_eq!(plan.bases.len(), i0.len().min(i1.len()) / 16 * if plan.split { 2 } else { 1 });
+    assert_eq!(plan.windows, windows);
+    assert_eq!(plan.bases.len(), i0.len().min(i1.len()) / 16 * windows.per_block());
     assert_picks(i0, i1, members, 16, plan.reach, |row, two| permute(&plan, row, members.len(), two));
-    if narrow {
-        assert_row_pairs(&plan, i0, i1, members);
-    }
+    assert_row_pairs(&plan, i0, i1, members);
 }
 
-/// A narrow plan's two-tap controls over two rows' windows (`vpermt2b`'s two tables, as
-/// `avx512::rows_first_blocks` loads them) pair the rows' bytes: output `x` of member `m` gets
-/// tap 0 of the first row, tap 0 of the second, then tap 1 of each.
+/// A plan's two-tap controls over two rows' windows (`avx512::rows_first_blocks`: bytes 0 and 2
+/// picked from the first row's windows, 1 and 3 from the second's) pair the rows' bytes: output
+/// `x` of member `m` gets tap 0 of the first row, tap 0 of the second, then tap 1 of each.
 fn assert_row_pairs(plan: &Permute, i0: &[u32], i1: &[u32], members: &[(usize, usize)]) {
     let top: Vec<u8> = (0..plan.reach).map(|i| (i * 7 + 3) as u8).collect();
     let bottom: Vec<u8> = (0..plan.reach).map(|i| (i * 13 + 200) as u8).collect();
-    for b in 0..plan.bases.len() {
-        let base = plan.bases[b] as usize;
-        let mut table = [0u8; 128];
-        table[..64].copy_from_slice(&top[base..][..64]);
-        table[64..].copy_from_slice(&bottom[base..][..64]);
+    let (per, bytes) = (plan.windows.per_block(), plan.windows.bytes() as usize);
+    for b in 0..plan.bases.len() / per {
         for (m, &(_, shift)) in members.iter().enumerate() {
             let ctl = &plan.controls[(b * members.len() + m) * 2 + 1].0;
             for j in 0..16 {
+                let base = plan.bases[per * b + j / (16 / per)] as usize;
+                let row = |k: usize| if k.is_multiple_of(2) { &top } else { &bottom };
+                let got = [0, 1, 2, 3].map(|k| row(k)[base + ctl[4 * j + k] as usize % bytes]);
                 let x = 16 * b + j;
                 let (t0, t1) = (i0[x] as usize + shift, i1[x] as usize + shift);
-                let got = [0, 1, 2, 3].map(|k| table[(ctl[4 * j + k] & 127) as usize]);
                 assert_eq!(
                     got,
                     [top[t0], bottom[t0], top[t1], bottom[t1]],
@@ -210,22 +197,25 @@ fn multi_tap_weights() {
 #[test]
 fn permute_plans_pick_every_tap() {
     let luma: Vec<u32> = (0..40).map(|i| 3 * i + 1).collect();
-    check_permute(&luma, &luma, &[(0, 0)], true);
+    check_permute(&luma, &luma, &[(0, 0)], Windows::Narrow);
     let c0: Vec<u32> = (0..40).map(|i| 2 * ((3 * i) / 2)).collect();
     let c1: Vec<u32> = c0.iter().map(|&t| t + 2).collect();
-    check_permute(&c0, &c1, &[(1, 0), (2, 1)], true);
-    // YUY2's luma every sixth byte: sixteen outputs in 92 bytes, a wide window.
+    check_permute(&c0, &c1, &[(1, 0), (2, 1)], Windows::Narrow);
+    // YUY2's luma every sixth byte: sixteen outputs in 92 bytes, eight in 44.
     let y: Vec<u32> = (0..40).map(|i| 6 * i + 2).collect();
-    check_permute(&y, &y, &[(0, 0)], false);
-    // RGBA at 3×: sixteen pixels span 184 bytes, past any window: a window per half block.
+    check_permute(&y, &y, &[(0, 0)], Windows::Halves);
+    // YUY2's chroma at 2.5× (1600 → 640), both taps: U every 2.5 chroma samples, V two bytes on.
+    let u0: Vec<u32> = (0..40).map(|i| 4 * ((5 * i) / 4) + 1).collect();
+    let u1: Vec<u32> = u0.iter().map(|&t| t + 4).collect();
+    check_permute(&u0, &u1, &[(1, 0), (3, 2)], Windows::Halves);
+    // RGBA at 3×: sixteen pixels span 184 bytes, eight 88: a 128-byte window per half block.
     let rgba: Vec<u32> = (0..40).map(|i| 12 * i + 4).collect();
     let members = [(0, 0), (1, 1), (2, 2), (3, 3)];
-    assert!(permute_plan(&rgba, &rgba, &members).is_some_and(|p| p.split));
-    check_permute(&rgba, &rgba, &members, false);
+    check_permute(&rgba, &rgba, &members, Windows::Split);
     // RGBA at 2.5×, both taps: eight pixels' pairs in 84 bytes.
     let r0: Vec<u32> = (0..40).map(|i| 4 * ((5 * i) / 2)).collect();
     let r1: Vec<u32> = r0.iter().map(|&t| t + 4).collect();
-    check_permute(&r0, &r1, &members, false);
+    check_permute(&r0, &r1, &members, Windows::Split);
     // Eight pixels 20 bytes apart span 144: no plan.
     let wide: Vec<u32> = (0..40).map(|i| 20 * i).collect();
     assert!(permute_plan(&wide, &wide, &members).is_none());
