@@ -258,7 +258,7 @@ pub(super) struct Permute {
 /// pixels every 12 bytes, and at 2.5×, which took the AVX2 shuffles of one or two outputs a
 /// window: 1600×900 RGBA → 640 uint8 0.27 ms against 0.19 for 1080p). On this Xeon a
 /// `vpermt2b` costs as much as two `vpermb` and more (a loop of NV12's two-member rows-first
-/// blocks, 16 outputs: 10.3–11.1 cycles with one `vpermt2b` a member, 9.2–9.7 with two masked
+/// blocks, 16 outputs: 10.2–11.1 cycles with one `vpermt2b` a member, 9.2–9.7 with two masked
 /// `vpermb`), so two halves of 64 bytes replaced one window of 128 (which no uniform step
 /// needs once the halves are tried: eight outputs past 64 bytes put sixteen past 128).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
