@@ -225,6 +225,43 @@ struct Row {
     faults: Option<f64>,
 }
 
+/// The rows measured outside GStreamer, after the chains', in this order.
+#[derive(Clone, Copy)]
+enum Reference {
+    Memcpy,
+    Floor,
+    Libyuv,
+    EveryRow,
+    FirBox,
+    FirBilinear,
+    Float32Floor,
+}
+
+impl Reference {
+    const ALL: [Reference; 7] = [
+        Reference::Memcpy,
+        Reference::Floor,
+        Reference::Libyuv,
+        Reference::EveryRow,
+        Reference::FirBox,
+        Reference::FirBilinear,
+        Reference::Float32Floor,
+    ];
+
+    /// The row's name in the tables (the tables find rows by parts of these).
+    fn name(self, nv12: bool) -> String {
+        match self {
+            Reference::Memcpy => "memcpy of input + output (hot)".into(),
+            Reference::Floor => "floor: read the filter's rows + write the output".into(),
+            Reference::Libyuv => "libyuv NV12Scale + NV12ToRAW".into(),
+            Reference::EveryRow => "every-row floor: read every source row + write the output".into(),
+            Reference::FirBox => fir_name(fast_image_resize::FilterType::Box, nv12),
+            Reference::FirBilinear => fir_name(fast_image_resize::FilterType::Bilinear, nv12),
+            Reference::Float32Floor => "float32 floor: the floor's reads + write the float32 output".into(),
+        }
+    }
+}
+
 fn main() {
     gst::init().unwrap();
     gstedgefirst::plugin_register_static().unwrap();
@@ -279,11 +316,9 @@ fn main() {
         cases.push((format.clone(), (1600, 900), Input::Camera(8)));
     }
     cases.retain(|(_, _, input)| only_input.as_ref().is_none_or(|o| input.name().contains(o.as_str())));
-    // The rows measured outside GStreamer, after the chains: the floors, libyuv, the every-row
-    // floor, then the fast_image_resize chains (Box, Bilinear) where the format has one.
-    const EXTRA: usize = 7;
     let fir_filters = [fast_image_resize::FilterType::Box, fast_image_resize::FilterType::Bilinear];
-    let mut best: Vec<Vec<f64>> = vec![vec![f64::MAX; chains.len() + EXTRA]; cases.len()];
+    // The chains' rows, then the references' (`Reference`).
+    let mut best: Vec<Vec<f64>> = vec![vec![f64::MAX; chains.len() + Reference::ALL.len()]; cases.len()];
     let mut psnrs: Vec<Vec<(String, f64, &str)>> = vec![Vec::new(); cases.len()];
     let mut faults: Vec<Vec<f64>> = vec![vec![f64::MAX; chains.len()]; cases.len()];
     // Five rounds over every case, keeping each case's best: this VM's noise comes in bursts, and
@@ -298,22 +333,25 @@ fn main() {
                     faults[k][c] = faults[k][c].min(f);
                 }
             }
-            let n = chains.len();
+            let mut keep = |r: Reference, ms: f64| {
+                let at = &mut best[k][chains.len() + r as usize];
+                *at = at.min(ms);
+            };
             match input {
-                Input::Hot => best[k][n] = best[k][n].min(memcpy_floor(fr.info.size(), OUT * OUT * 3)),
+                Input::Hot => keep(Reference::Memcpy, memcpy_floor(fr.info.size(), OUT * OUT * 3)),
                 Input::Camera(_) => {
-                    best[k][n + 1] = best[k][n + 1].min(floor(&fr));
+                    keep(Reference::Floor, floor(&fr));
                     if format == "NV12" {
-                        best[k][n + 2] = best[k][n + 2].min(libyuv_nv12(&fr));
+                        keep(Reference::Libyuv, libyuv_nv12(&fr));
                     }
-                    best[k][n + 3] = best[k][n + 3].min(floor_every_row(&fr));
-                    best[k][n + 6] = best[k][n + 6].min(floor_float32(&fr));
+                    keep(Reference::EveryRow, floor_every_row(&fr));
+                    keep(Reference::Float32Floor, floor_float32(&fr));
                 }
             }
             let referenced = format == "NV12" || format == "RGBA";
-            for (j, &filter) in fir_filters.iter().enumerate() {
+            for (r, filter) in [Reference::FirBox, Reference::FirBilinear].into_iter().zip(fir_filters) {
                 if referenced && chain_wanted(&fir_name(filter, format == "NV12")) {
-                    best[k][n + 4 + j] = best[k][n + 4 + j].min(fir(&fr, filter));
+                    keep(r, fir(&fr, filter));
                 }
             }
             if referenced && psnrs[k].is_empty() {
@@ -324,21 +362,12 @@ fn main() {
             }
         }
     }
-    let extra = [
-        "memcpy of input + output (hot)",
-        "floor: read the filter's rows + write the output",
-        "libyuv NV12Scale + NV12ToRAW",
-        "every-row floor: read every source row + write the output",
-    ];
     let mut rows = Vec::new();
     for (k, (format, size, input)) in cases.iter().enumerate() {
-        let firs = fir_filters.iter().map(|&f| fir_name(f, format == "NV12"));
         let names = chains
             .iter()
             .map(|(n, _, _)| n.to_string())
-            .chain(extra.iter().map(|s| s.to_string()))
-            .chain(firs)
-            .chain(["float32 floor: the floor's reads + write the float32 output".to_string()]);
+            .chain(Reference::ALL.iter().map(|r| r.name(format == "NV12")));
         for (c, (name, &ms)) in names.zip(&best[k]).enumerate() {
             if ms < f64::MAX {
                 let faults = faults[k].get(c).copied().filter(|f| *f < f64::MAX);
