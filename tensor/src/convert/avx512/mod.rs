@@ -404,7 +404,8 @@ unsafe fn windows<const SHAPE: u8>(row: &[u8], plan: &Permute, b: usize, ahead: 
         let at = |h: usize| *plan.bases.get_unchecked(per * b + h) as usize;
         let (ba, bb) = (at(0), at(per - 1));
         for d in ahead.into_iter().filter(|&d| d != 0) {
-            // Halves: the second window starts within the first's 64 bytes; a line on covers it.
+            // Halves: the first window's two lines, where the second window mostly begins (a
+            // hint: a line it misses is loaded as before).
             prefetch_window(&[row.as_ptr()], ba + d, SHAPE != NARROW);
             if SHAPE == SPLIT {
                 prefetch_window(&[row.as_ptr()], bb + d, true);
