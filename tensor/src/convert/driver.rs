@@ -22,6 +22,8 @@ use super::multitap::{self, VTaps, MULTI_PREFETCH_AHEAD};
 #[cfg(target_arch = "aarch64")]
 use super::neon;
 use super::plan::{Comp, MultiTap};
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use super::plan::{Group, SampleRow};
 use super::{Converter, Scratch, Simd, SrcImage};
 use std::ops::Range;
 
@@ -73,6 +75,15 @@ struct DirectRows<'a> {
     wy: f32,
     #[cfg_attr(target_arch = "aarch64", allow(dead_code))]
     shuffled: bool,
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+impl<'a> DirectRows<'a> {
+    /// The rows as group `g`'s kernels take them, with the level's `plan` and the group's weight
+    /// pairs `wq`, `single` where its taps are on samples.
+    fn row<P>(&self, g: &'a Group, plan: &'a P, wq: &'a [u32], single: bool) -> SampleRow<'a, P> {
+        SampleRow { r0: self.r0, r1: self.r1, wy: self.wy, g, plan, wq, single, ahead: self.next }
+    }
 }
 
 /// Padding pixels `x0..x0 + n` of `rows` consecutive destination rows from `y`: one span per
@@ -238,6 +249,16 @@ fn direct_rows<'a>(c: &Converter, src: &SrcImage<'a>, p: usize, cy: usize) -> Op
         c.avx2() && (shuffled || (end + (hi - lo) + 3 <= bytes.len() && (w == 0.0 || c.plane_downscaled[p])));
     let next = axis.ahead(cy, PREFETCH_AHEAD, stride, bytes.len());
     direct_ok.then(|| DirectRows { r0: &bytes[s0 + lo..], r1: &bytes[s1 + lo..], next, wy: w, shuffled })
+}
+
+/// A group's column weights (`f32` and as `plan::weight_pairs`) and whether its taps are on
+/// samples: the luma's or the chroma's.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn group_weights<'a>(c: &'a Converter, g: &Group) -> (&'a [f32], &'a [u32], bool) {
+    match g.chroma {
+        true => (&c.weights_chroma, &c.wq_chroma, c.chroma_on_samples),
+        false => (&c.weights_luma, &c.wq_luma, c.luma_on_samples),
+    }
 }
 
 /// The next output row's source lines of the planes blended first (`direct_rows` gives the
@@ -578,21 +599,15 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             }
             #[cfg(target_arch = "x86_64")]
             for g in &c.groups {
-                if let Some(DirectRows { r0, r1, wy, shuffled, next }) = direct[g.plane] {
-                    let (wx, single) = if g.chroma {
-                        (&c.weights_chroma, c.chroma_on_samples)
-                    } else {
-                        (&c.weights_luma, c.luma_on_samples)
-                    };
-                    let wq = if g.chroma { &c.wq_chroma } else { &c.wq_luma };
+                if let Some(d @ DirectRows { r0, r1, wy, shuffled, next }) = direct[g.plane] {
+                    let (wx, wq, single) = group_weights(c, g);
                     let columns = match (&g.permute, &g.shuffle) {
                         (Some(plan), _) if c.avx512() && plan.reach <= r0.len().min(r1.len()) => unsafe {
-                            avx512::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps, next)
+                            avx512::sample(d.row(g, plan, wq, single), wx, &mut s.comps)
                         },
-                        (_, Some(plan)) if shuffled => {
-                            assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
-                            unsafe { avx2::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps, next) }
-                        }
+                        (_, Some(plan)) if shuffled => unsafe {
+                            avx2::sample(d.row(g, plan, wq, single), wx, &mut s.comps)
+                        },
                         _ => {
                             assert!(
                                 g.max as usize + 4 <= r0.len().min(r1.len()),
@@ -608,15 +623,9 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             // The NEON sampling: every group of a direct plane has a shuffle plan (`direct_ok`).
             #[cfg(target_arch = "aarch64")]
             for g in &c.groups {
-                if let (Some(DirectRows { r0, r1, wy, next, .. }), Some(plan)) = (direct[g.plane], &g.shuffle)
-                {
-                    let (wx, single) = if g.chroma {
-                        (&c.weights_chroma, c.chroma_on_samples)
-                    } else {
-                        (&c.weights_luma, c.luma_on_samples)
-                    };
-                    let wq = if g.chroma { &c.wq_chroma } else { &c.wq_luma };
-                    let columns = neon::sample(r0, r1, wy, g, plan, wx, wq, single, &mut s.comps, next);
+                if let (Some(d), Some(plan)) = (direct[g.plane], &g.shuffle) {
+                    let (wx, wq, single) = group_weights(c, g);
+                    let columns = neon::sample(d.row(g, plan, wq, single), wx, &mut s.comps);
                     s.counts.sampled += (columns * g.members.len()) as u64;
                 }
                 ahead.piece();

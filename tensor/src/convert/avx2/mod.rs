@@ -11,7 +11,7 @@ use super::finish::{
     GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
 use super::lines::Lines;
-use super::plan::{group_dispatch, group_tail, Group, Shuffle, WEIGHT_UNIT};
+use super::plan::{group_dispatch, group_tail, Group, SampleRow, Shuffle, WEIGHT_UNIT};
 use std::arch::x86_64::*;
 
 mod boxes;
@@ -212,31 +212,17 @@ pub(super) unsafe fn gather(
 /// enough to be picked out of 16-byte loads by `pshufb` (see `Shuffle`). Returns the columns its
 /// blocks wrote.
 #[target_feature(enable = "avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn sample(
-    r0: &[u8],
-    r1: &[u8],
-    wy: f32,
-    g: &Group,
-    plan: &Shuffle,
-    wx: &[f32],
-    wq: &[u32],
-    single: bool,
-    out: &mut [Lines<f32>; 4],
-    ahead: [usize; 2],
-) -> usize {
+pub(super) unsafe fn sample(row: SampleRow<'_, Shuffle>, wx: &[f32], out: &mut [Lines<f32>; 4]) -> usize {
+    assert!(row.plan.reach <= row.r0.len().min(row.r1.len()), "loads stay inside the rows");
     let blocks = group_dispatch!(
         shuffle_blocks,
-        windows plan.windows,
-        g.members.len(),
-        single,
-        wy != 0.0,
-        (r0, r1, wy, g, plan, wq, out, ahead)
+        windows row.plan.windows,
+        row.g.members.len(),
+        row.single,
+        row.wy != 0.0,
+        (&row, out)
     );
-    let n = g.i0.len().min(g.i1.len()).min(wx.len());
-    let blocks = blocks.min(n / 8);
-    group_tail(r0, r1, wy, g, wx, 8 * blocks..n, out);
-    8 * blocks
+    row.tail(wx, 8, blocks, out)
 }
 
 /// Colour, normalization and store of content columns `0..n` (`n` the largest multiple of 8) of
@@ -425,17 +411,11 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
 /// (inlined, the cases gave `sample` a 0.19 MB frame; as `finish_rows`).
 #[cfg_attr(debug_assertions, inline(never))]
 #[cfg_attr(not(debug_assertions), inline(always))]
-#[allow(clippy::too_many_arguments)]
 unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, const TWO: bool>(
-    r0: &[u8],
-    r1: &[u8],
-    wy: f32,
-    g: &Group,
-    plan: &Shuffle,
-    wq: &[u32],
+    row: &SampleRow<'_, Shuffle>,
     out: &mut [Lines<f32>; 4],
-    ahead: [usize; 2],
 ) -> usize {
+    let SampleRow { r0, r1, wy, g, plan, wq, ahead, .. } = *row;
     use std::arch::x86_64::*;
     assert!(g.members.len() >= M && (1..=4).contains(&M));
     let per_block = M * 2 * P;

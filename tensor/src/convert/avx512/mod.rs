@@ -11,7 +11,7 @@ use super::finish::{
     GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
 use super::lines::Lines;
-use super::plan::{group_dispatch, group_tail, row_steps, Group, Permute, Windows, WEIGHT_UNIT};
+use super::plan::{group_dispatch, row_steps, Permute, SampleRow, Windows, WEIGHT_UNIT};
 use std::arch::x86_64::*;
 
 mod boxes;
@@ -324,50 +324,35 @@ unsafe fn pixels<const K: u8, const CS: u8, const OUT: u8>(
 /// # Safety
 /// The CPU has AVX-512 F/BW/VBMI; `plan.reach` bytes are readable from both rows.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn sample(
-    r0: &[u8],
-    r1: &[u8],
-    wy: f32,
-    g: &Group,
-    plan: &Permute,
-    wx: &[f32],
-    wq: &[u32],
-    single: bool,
-    out: &mut [Lines<f32>; 4],
-    ahead: [usize; 2],
-) -> usize {
-    assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
-    let half = rows_first_weight(wy, single);
+pub(super) unsafe fn sample(row: SampleRow<'_, Permute>, wx: &[f32], out: &mut [Lines<f32>; 4]) -> usize {
+    assert!(row.plan.reach <= row.r0.len().min(row.r1.len()), "loads stay inside the rows");
+    let half = rows_first_weight(row.wy, row.single);
     macro_rules! shaped {
         ($shape:expr) => {
             match half {
                 0 => group_dispatch!(
                     sample_blocks,
                     false => [$shape, $shape],
-                    g.members.len(),
-                    single,
-                    wy != 0.0,
-                    (r0, r1, wy, g, plan, wq, out, ahead)
+                    row.g.members.len(),
+                    row.single,
+                    row.wy != 0.0,
+                    (&row, out)
                 ),
-                _ => match g.members.len() {
-                    1 => unsafe { rows_first_blocks::<$shape, 1>(r0, r1, half, g, plan, wq, out, ahead) },
-                    2 => unsafe { rows_first_blocks::<$shape, 2>(r0, r1, half, g, plan, wq, out, ahead) },
-                    3 => unsafe { rows_first_blocks::<$shape, 3>(r0, r1, half, g, plan, wq, out, ahead) },
-                    _ => unsafe { rows_first_blocks::<$shape, 4>(r0, r1, half, g, plan, wq, out, ahead) },
+                _ => match row.g.members.len() {
+                    1 => unsafe { rows_first_blocks::<$shape, 1>(&row, half, out) },
+                    2 => unsafe { rows_first_blocks::<$shape, 2>(&row, half, out) },
+                    3 => unsafe { rows_first_blocks::<$shape, 3>(&row, half, out) },
+                    _ => unsafe { rows_first_blocks::<$shape, 4>(&row, half, out) },
                 },
             }
         };
     }
-    let blocks = match plan.windows {
+    let blocks = match row.plan.windows {
         Windows::Narrow => shaped!(NARROW),
         Windows::Halves => shaped!(HALVES),
         Windows::Split => shaped!(SPLIT),
     };
-    let n = g.i0.len().min(g.i1.len()).min(wx.len());
-    let blocks = blocks.min(n / 16);
-    group_tail(r0, r1, wy, g, wx, 16 * blocks..n, out);
-    16 * blocks
+    row.tail(wx, 16, blocks, out)
 }
 
 /// The lower row's weight in 128ths where `rows_first_blocks` takes a row (else 0): two rows
@@ -398,10 +383,10 @@ fn window_shape(plan: &Permute) -> u8 {
 /// 128-byte windows as `[first, first + 64, second, second + 64]`; the row's lines `ahead`
 /// bytes on asked for first.
 #[inline(always)]
-unsafe fn windows<const SHAPE: u8>(row: &[u8], plan: &Permute, b: usize, ahead: [usize; 2]) -> [__m512i; 4] {
+unsafe fn windows<const SHAPE: u8>(row: &[u8], bases: &[u32], b: usize, ahead: [usize; 2]) -> [__m512i; 4] {
     let per = if SHAPE == NARROW { 1 } else { 2 };
     unsafe {
-        let at = |h: usize| *plan.bases.get_unchecked(per * b + h) as usize;
+        let at = |h: usize| *bases.get_unchecked(per * b + h) as usize;
         let (ba, bb) = (at(0), at(per - 1));
         for d in ahead.into_iter().filter(|&d| d != 0) {
             // Halves: the first window's two lines, where the second window mostly begins (a
@@ -472,17 +457,15 @@ unsafe fn pick<const SHAPE: u8>(into: __m512i, w: &[__m512i; 4], ctl: __m512i, b
 /// (two picks, two `pmaddwd`, two conversions and the blend down).
 #[cfg_attr(debug_assertions, inline(never))]
 #[cfg_attr(not(debug_assertions), inline(always))]
-#[allow(clippy::too_many_arguments)]
 unsafe fn rows_first_blocks<const SHAPE: u8, const M: usize>(
-    r0: &[u8],
-    r1: &[u8],
+    row: &SampleRow<'_, Permute>,
     half: u32,
-    g: &Group,
-    plan: &Permute,
-    wq: &[u32],
     out: &mut [Lines<f32>; 4],
-    ahead: [usize; 2],
 ) -> usize {
+    let SampleRow { r0, r1, g, plan, wq, ahead, .. } = *row;
+    // The tables as locals: read through `row`, the compiler reloaded them at every block (the
+    // stores to the member rows might have changed them).
+    let (bases, controls) = (plan.bases.as_slice(), plan.controls.as_slice());
     assert!(
         g.members.len() >= M
             && (1..=4).contains(&M)
@@ -502,11 +485,11 @@ unsafe fn rows_first_blocks<const SHAPE: u8, const M: usize>(
     let zero = _mm512_setzero_si512();
     for b in 0..blocks {
         unsafe {
-            let w0 = windows::<SHAPE>(r0, plan, b, ahead);
-            let w1 = windows::<SHAPE>(r1, plan, b, [0, 0]);
+            let w0 = windows::<SHAPE>(r0, bases, b, ahead);
+            let w1 = windows::<SHAPE>(r1, bases, b, [0, 0]);
             let wqv = _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _);
             for j in 0..M {
-                let ctl = _mm512_loadu_si512(plan.controls.as_ptr().add((b * M + j) * 2 + 1) as *const _);
+                let ctl = _mm512_loadu_si512(controls.as_ptr().add((b * M + j) * 2 + 1) as *const _);
                 let pairs = pick::<SHAPE>(pick::<SHAPE>(zero, &w0, ctl, top), &w1, ctl, bottom);
                 let down = _mm512_maddubs_epi16(pairs, weights);
                 let v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(down, wqv)), unit);
@@ -522,17 +505,14 @@ unsafe fn rows_first_blocks<const SHAPE: u8, const M: usize>(
 /// its own per case (inlined, the cases gave `sample` a 0.25 MB frame; as `finish_rows`).
 #[cfg_attr(debug_assertions, inline(never))]
 #[cfg_attr(not(debug_assertions), inline(always))]
-#[allow(clippy::too_many_arguments)]
 unsafe fn sample_blocks<const SHAPE: u8, const M: usize, const SINGLE: bool, const TWO: bool>(
-    r0: &[u8],
-    r1: &[u8],
-    wy: f32,
-    g: &Group,
-    plan: &Permute,
-    wq: &[u32],
+    row: &SampleRow<'_, Permute>,
     out: &mut [Lines<f32>; 4],
-    ahead: [usize; 2],
 ) -> usize {
+    let SampleRow { r0, r1, wy, g, plan, wq, ahead, .. } = *row;
+    // The tables as locals: read through `row`, the compiler reloaded them at every block (the
+    // stores to the member rows might have changed them).
+    let (bases, controls) = (plan.bases.as_slice(), plan.controls.as_slice());
     assert!(g.members.len() >= M && (1..=4).contains(&M) && window_shape(plan) == SHAPE);
     let (rows, width) = g.member_rows::<M>(out);
     let per = plan.windows.per_block();
@@ -546,11 +526,11 @@ unsafe fn sample_blocks<const SHAPE: u8, const M: usize, const SINGLE: bool, con
     let zero = _mm512_setzero_si512();
     for b in 0..blocks {
         unsafe {
-            let w0 = windows::<SHAPE>(r0, plan, b, ahead);
-            let w1 = if TWO { windows::<SHAPE>(r1, plan, b, [0, 0]) } else { w0 };
+            let w0 = windows::<SHAPE>(r0, bases, b, ahead);
+            let w1 = if TWO { windows::<SHAPE>(r1, bases, b, [0, 0]) } else { w0 };
             let wqv = if SINGLE { zero } else { _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _) };
             for j in 0..M {
-                let ctl = _mm512_loadu_si512(plan.controls.as_ptr().add((b * M + j) * 2 + form) as *const _);
+                let ctl = _mm512_loadu_si512(controls.as_ptr().add((b * M + j) * 2 + form) as *const _);
                 let sampled = |w: &[__m512i; 4]| {
                     let t = pick::<SHAPE>(zero, w, ctl, keep);
                     _mm512_cvtepi32_ps(if SINGLE { t } else { _mm512_madd_epi16(t, wqv) })

@@ -27,7 +27,7 @@ use super::hint::{prefetch, Trickle};
 use super::lines::Lines;
 use super::multitap::VTaps;
 use super::plan::{
-    group_dispatch, group_tail, Blocks, Group, Shuffle, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT, WEIGHT_UNIT,
+    group_dispatch, Blocks, SampleRow, Shuffle, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT, WEIGHT_UNIT,
 };
 use std::arch::aarch64::*;
 
@@ -44,39 +44,24 @@ pub(super) use whole::whole_taps;
 /// A group's components at every content column through its `Shuffle` plan (the arithmetic of
 /// `avx2::sample`), then the columns after the last block as `group_tail` does them.
 /// Returns the columns its blocks wrote.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn sample(
-    r0: &[u8],
-    r1: &[u8],
-    wy: f32,
-    g: &Group,
-    plan: &Shuffle,
-    wx: &[f32],
-    wq: &[u32],
-    single: bool,
-    out: &mut [Lines<f32>; 4],
-    ahead: [usize; 2],
-) -> usize {
-    assert!(plan.reach <= r0.len().min(r1.len()), "loads stay inside the rows");
-    let blocks = match rows_first::row_weight(wy, single, g.members.len(), plan) {
-        Some(k) => match g.members.len() {
-            2 => unsafe { rows_first::rows_first_blocks::<2>(r0, r1, k, g, plan, wq, out, ahead) },
-            3 => unsafe { rows_first::rows_first_blocks::<3>(r0, r1, k, g, plan, wq, out, ahead) },
-            _ => unsafe { rows_first::rows_first_blocks::<4>(r0, r1, k, g, plan, wq, out, ahead) },
+pub(super) fn sample(row: SampleRow<'_, Shuffle>, wx: &[f32], out: &mut [Lines<f32>; 4]) -> usize {
+    assert!(row.plan.reach <= row.r0.len().min(row.r1.len()), "loads stay inside the rows");
+    let blocks = match rows_first::row_weight(row.wy, row.single, row.g.members.len(), row.plan) {
+        Some(k) => match row.g.members.len() {
+            2 => unsafe { rows_first::rows_first_blocks::<2>(&row, k, out) },
+            3 => unsafe { rows_first::rows_first_blocks::<3>(&row, k, out) },
+            _ => unsafe { rows_first::rows_first_blocks::<4>(&row, k, out) },
         },
         None => group_dispatch!(
             sample_blocks,
-            windows plan.windows,
-            g.members.len(),
-            single,
-            wy != 0.0,
-            (r0, r1, wy, g, plan, wq, out, ahead)
+            windows row.plan.windows,
+            row.g.members.len(),
+            row.single,
+            row.wy != 0.0,
+            (&row, out)
         ),
     };
-    let n = g.i0.len().min(g.i1.len()).min(wx.len());
-    let blocks = blocks.min(n / 8);
-    group_tail(r0, r1, wy, g, wx, 8 * blocks..n, out);
-    8 * blocks
+    row.tail(wx, 8, blocks, out)
 }
 
 /// The blocks of eight outputs of one group, `P` vectors of windows (see `Shuffle`: 1, two
@@ -89,17 +74,11 @@ pub(super) fn sample(
 /// # Safety
 /// `plan.reach` bytes are readable from `r0` and (with `TWO`) `r1`.
 #[inline(never)]
-#[allow(clippy::too_many_arguments)]
 unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, const TWO: bool>(
-    r0: &[u8],
-    r1: &[u8],
-    wy: f32,
-    g: &Group,
-    plan: &Shuffle,
-    wq: &[u32],
+    row: &SampleRow<'_, Shuffle>,
     out: &mut [Lines<f32>; 4],
-    ahead: [usize; 2],
 ) -> usize {
+    let SampleRow { r0, r1, wy, g, plan, wq, ahead, .. } = *row;
     assert!(g.members.len() >= M && (1..=4).contains(&M) && matches!(P, 1 | 2 | 4));
     assert!(plan.reach <= r0.len() && (!TWO || plan.reach <= r1.len()), "loads stay inside the rows");
     let per_block = M * 2 * P;

@@ -3,7 +3,7 @@
 
 use super::super::hint::prefetch;
 use super::super::lines::Lines;
-use super::super::plan::{row_steps, Group, Shuffle, WEIGHT_UNIT};
+use super::super::plan::{row_steps, SampleRow, Shuffle, WEIGHT_UNIT};
 use std::arch::aarch64::*;
 
 /// The second row's weight in 256ths where `rows_first_blocks` takes a group's row: two rows (a
@@ -28,17 +28,12 @@ pub(super) fn row_weight(wy: f32, single: bool, members: usize, plan: &Shuffle) 
 /// # Safety
 /// `plan.reach` bytes are readable from `r0` and `r1`.
 #[inline(never)]
-#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn rows_first_blocks<const M: usize>(
-    r0: &[u8],
-    r1: &[u8],
+    row: &SampleRow<'_, Shuffle>,
     k: u8,
-    g: &Group,
-    plan: &Shuffle,
-    wq: &[u32],
     out: &mut [Lines<f32>; 4],
-    ahead: [usize; 2],
 ) -> usize {
+    let SampleRow { r0, r1, g, plan, wq, ahead, .. } = *row;
     assert!(g.members.len() >= M && (2..=4).contains(&M) && plan.windows == 2 && k != 0);
     assert!(plan.reach <= r0.len() && plan.reach <= r1.len(), "loads stay inside the rows");
     let (rows, width) = g.member_rows::<M>(out);

@@ -529,6 +529,36 @@ pub(super) fn groups(
     groups
 }
 
+/// One group's source rows at an output row, as a level's sampling kernels read them straight
+/// from the frame (`avx512::sample`, `avx2::sample`, `neon::sample`): the two rows from the
+/// window's first byte and the second one's weight, the group and its plan (`P`: the level's),
+/// the column weight pairs (`weight_pairs`), whether every tap is on a sample, and how far on
+/// lie the lines a later output row reads (`Axis::ahead`).
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+pub(super) struct SampleRow<'a, P> {
+    pub(super) r0: &'a [u8],
+    pub(super) r1: &'a [u8],
+    pub(super) wy: f32,
+    pub(super) g: &'a Group,
+    pub(super) plan: &'a P,
+    pub(super) wq: &'a [u32],
+    pub(super) single: bool,
+    pub(super) ahead: [usize; 2],
+}
+
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+impl<P> SampleRow<'_, P> {
+    /// The columns after the first `blocks` blocks of `width` outputs that the level's kernels
+    /// wrote, by `group_tail`; returns the columns the blocks wrote.
+    pub(super) fn tail(&self, wx: &[f32], width: usize, blocks: usize, out: &mut [Lines<f32>; 4]) -> usize {
+        let g = self.g;
+        let n = g.i0.len().min(g.i1.len()).min(wx.len());
+        let blocks = blocks.min(n / width);
+        group_tail(self.r0, self.r1, self.wy, g, wx, width * blocks..n, out);
+        width * blocks
+    }
+}
+
 /// A group's outputs `xs` one at a time, straight from the two source rows' bytes: the columns
 /// the vector kernels leave after their last full block.
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
