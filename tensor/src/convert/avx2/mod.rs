@@ -214,14 +214,7 @@ pub(super) unsafe fn gather(
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn sample(row: SampleRow<'_, Shuffle>, wx: &[f32], out: &mut [Lines<f32>; 4]) -> usize {
     assert!(row.plan.reach <= row.r0.len().min(row.r1.len()), "loads stay inside the rows");
-    let blocks = group_dispatch!(
-        shuffle_blocks,
-        windows row.plan.windows,
-        row.g.members.len(),
-        row.single,
-        row.wy != 0.0,
-        (&row, out)
-    );
+    let blocks = group_dispatch!(shuffle_blocks, windows, row, out);
     row.tail(wx, 8, blocks, out)
 }
 

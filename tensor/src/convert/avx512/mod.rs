@@ -330,14 +330,7 @@ pub(super) unsafe fn sample(row: SampleRow<'_, Permute>, wx: &[f32], out: &mut [
     macro_rules! shaped {
         ($shape:expr) => {
             match half {
-                0 => group_dispatch!(
-                    sample_blocks,
-                    false => [$shape, $shape],
-                    row.g.members.len(),
-                    row.single,
-                    row.wy != 0.0,
-                    (&row, out)
-                ),
+                0 => group_dispatch!(sample_blocks, $shape, &row, out),
                 _ => match row.g.members.len() {
                     1 => unsafe { rows_first_blocks::<$shape, 1>(&row, half, out) },
                     2 => unsafe { rows_first_blocks::<$shape, 2>(&row, half, out) },

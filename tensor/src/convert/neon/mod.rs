@@ -52,14 +52,7 @@ pub(super) fn sample(row: SampleRow<'_, Shuffle>, wx: &[f32], out: &mut [Lines<f
             3 => unsafe { rows_first::rows_first_blocks::<3>(&row, k, out) },
             _ => unsafe { rows_first::rows_first_blocks::<4>(&row, k, out) },
         },
-        None => group_dispatch!(
-            sample_blocks,
-            windows row.plan.windows,
-            row.g.members.len(),
-            row.single,
-            row.wy != 0.0,
-            (&row, out)
-        ),
+        None => group_dispatch!(sample_blocks, windows, row, out),
     };
     row.tail(wx, 8, blocks, out)
 }

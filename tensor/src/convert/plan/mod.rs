@@ -582,41 +582,39 @@ pub(super) fn group_tail(
     }
 }
 
-/// One loop per (window variant, members, single tap, two rows) of a group's block kernel:
-/// `$f::<VARIANT, MEMBERS, SINGLE, TWO>(args)`, the variant `$a` or (where `$alt`) `$b`, members
-/// 1 to 4. No branch, member loop or bounds check per block (measured: NV12 → uint8 0.248 → 0.225
-/// ms with the AVX2 shuffles; callgrind counted ~90 instructions per 8 outputs before, for ~35
-/// vector ones).
+/// One loop per (window variant, members, single tap, two rows) of a group's block kernel for
+/// `$row` (a `SampleRow`): `$f::<VARIANT, MEMBERS, SINGLE, TWO>(&row, $out)`, the variant
+/// given or (`windows`) its shuffle plan's vectors of windows (1, 2 or 4), members 1 to 4,
+/// SINGLE the row's, TWO where it has a second row's weight. No branch, member loop or bounds
+/// check per block (measured: NV12 → uint8 0.248 → 0.225 ms with the AVX2 shuffles; callgrind
+/// counted ~90 instructions per 8 outputs before, for ~35 vector ones).
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_macros))]
 macro_rules! group_dispatch {
-    // A shuffle plan's vectors of windows (1, 2 or 4), then as below.
-    ($f:ident, windows $w:expr, $members:expr, $single:expr, $two:expr, ($($arg:expr),*)) => {{
-        match $w {
-            2 => group_dispatch!($f, false => [1, 2], $members, $single, $two, ($($arg),*)),
-            4 => group_dispatch!($f, true => [1, 2], $members, $single, $two, ($($arg),*)),
-            _ => group_dispatch!($f, true => [1, 4], $members, $single, $two, ($($arg),*)),
+    ($f:ident, windows, $row:expr, $out:expr) => {{
+        let row = &$row;
+        match row.plan.windows {
+            2 => group_dispatch!($f, 1, row, $out),
+            4 => group_dispatch!($f, 2, row, $out),
+            _ => group_dispatch!($f, 4, row, $out),
         }
     }};
-    ($f:ident, $alt:expr => [$a:tt, $b:tt], $members:expr, $single:expr, $two:expr, ($($arg:expr),*)) => {{
+    ($f:ident, $v:tt, $row:expr, $out:expr) => {{
+        let row = $row;
         macro_rules! taps {
-            ($v:tt, $m:tt) => {
-                match ($single, $two) {
-                    (true, false) => unsafe { $f::<$v, $m, true, false>($($arg),*) },
-                    (true, true) => unsafe { $f::<$v, $m, true, true>($($arg),*) },
-                    (false, false) => unsafe { $f::<$v, $m, false, false>($($arg),*) },
-                    (false, true) => unsafe { $f::<$v, $m, false, true>($($arg),*) },
+            ($m:tt) => {
+                match (row.single, row.wy != 0.0) {
+                    (true, false) => unsafe { $f::<$v, $m, true, false>(row, $out) },
+                    (true, true) => unsafe { $f::<$v, $m, true, true>(row, $out) },
+                    (false, false) => unsafe { $f::<$v, $m, false, false>(row, $out) },
+                    (false, true) => unsafe { $f::<$v, $m, false, true>(row, $out) },
                 }
             };
         }
-        match ($alt, $members) {
-            (false, 1) => taps!($a, 1),
-            (false, 2) => taps!($a, 2),
-            (false, 3) => taps!($a, 3),
-            (false, _) => taps!($a, 4),
-            (true, 1) => taps!($b, 1),
-            (true, 2) => taps!($b, 2),
-            (true, 3) => taps!($b, 3),
-            (true, _) => taps!($b, 4),
+        match row.g.members.len() {
+            1 => taps!(1),
+            2 => taps!(2),
+            3 => taps!(3),
+            _ => taps!(4),
         }
     }};
 }
