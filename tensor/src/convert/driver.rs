@@ -18,10 +18,10 @@ use super::hint::prefetch;
 use super::hint::Trickle;
 #[cfg(target_arch = "x86_64")]
 use super::lines::Lines;
-use super::multitap::{self, VTaps, MULTI_PREFETCH_AHEAD};
+use super::multitap::{self, VTaps};
 #[cfg(target_arch = "aarch64")]
 use super::neon;
-use super::plan::{Comp, MultiTap};
+use super::plan::MultiTap;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::plan::{Group, SampleRow};
 use super::{Converter, Scratch, Simd, SrcImage};
@@ -177,43 +177,6 @@ fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize, piece: usize, pi
     }
 }
 
-/// `prefetch_ahead` for the multi-tap filters, which read every source row (a 3× downscale
-/// jumps nowhere, but the hardware's prefetcher alone left NV12 area at 2× its hot time): the
-/// source rows output row `cy + MULTI_PREFETCH_AHEAD` reads and the row before it did not, each
-/// group's bytes, a line at a time, all before the row. Only where no vector level runs: the
-/// levels' kernels ask for the same lines among their loads (`multitap::ahead_bytes`), which the
-/// burst here cost on an Intel Xeon (docs/benchmarks.md, 2026-12-02).
-#[inline(always)]
-fn prefetch_multi(m: &MultiTap, comps: &[Comp], src: &SrcImage<'_>, cy: usize) {
-    let ahead = MULTI_PREFETCH_AHEAD;
-    for g in &m.groups {
-        let lead = comps[g.members[0]];
-        let axis = usize::from(lead.chroma);
-        let (rows, cols) = (&m.rows[axis], &m.cols[axis]);
-        let (at, n) = (cy + ahead, cols.first.len());
-        if at >= rows.first.len() || n == 0 {
-            continue;
-        }
-        let (first, kv) = (rows.first[at] as usize, rows.taps);
-        let new = match at {
-            0 => first,
-            _ => first.max(rows.first[at - 1] as usize + kv),
-        };
-        let lo = g.members.iter().map(|&c| m.base[c][0] as usize).min().unwrap_or(0);
-        let hi =
-            g.members.iter().map(|&c| m.base[c][n - 1] as usize + lead.step * cols.taps).max().unwrap_or(0);
-        let (bytes, stride) = src.planes[lead.plane];
-        for r in new..first + kv {
-            let end = (r * stride + hi).min(bytes.len());
-            let mut p = (r * stride + lo).min(end);
-            while p < end {
-                prefetch(bytes.as_ptr().wrapping_add(p));
-                p += 64;
-            }
-        }
-    }
-}
-
 /// Plane `p`'s two source rows for output row `cy` where the level's kernels read them straight
 /// (from the window's first byte, with the vertical weight and whether the plane's shuffle plans
 /// fit): with AVX2, where the taps are dense (shuffle plan) or sparse (a quarter of the window or
@@ -259,6 +222,26 @@ fn group_weights<'a>(c: &'a Converter, g: &Group) -> (&'a [f32], &'a [u32], bool
         true => (&c.weights_chroma, &c.wq_chroma, c.chroma_on_samples),
         false => (&c.weights_luma, &c.wq_luma, c.luma_on_samples),
     }
+}
+
+/// Both groups of a two-group source (NV12's or YUY2's luma and chroma) at AVX-512, their
+/// blocks side by side (`avx512::sample_pair`), where both read the frame straight (`direct`)
+/// through `Permute` plans that fit; returns the values sampled, `None` (nothing done)
+/// otherwise (why AVX-512 only: `avx512::sample_pair`).
+#[cfg(target_arch = "x86_64")]
+fn pair(c: &Converter, direct: &[Option<DirectRows<'_>>; 3], out: &mut [Lines<f32>; 4]) -> Option<u64> {
+    let [a, b] = c.groups.as_slice() else { return None };
+    let (a, b) = if a.members.len() == 1 { (a, b) } else { (b, a) };
+    let (da, db) = (direct[a.plane]?, direct[b.plane]?);
+    let (pa, pb) = (a.permute.as_ref()?, b.permute.as_ref()?);
+    let fits = |reach: usize, d: &DirectRows<'_>| reach <= d.r0.len().min(d.r1.len());
+    if !c.avx512() || !fits(pa.reach, &da) || !fits(pb.reach, &db) {
+        return None;
+    }
+    let ((wxa, wqa, sa), (wxb, wqb, sb)) = (group_weights(c, a), group_weights(c, b));
+    let (na, nb) =
+        unsafe { avx512::sample_pair(da.row(a, pa, wqa, sa), wxa, db.row(b, pb, wqb, sb), wxb, out)? };
+    Some((na + 2 * nb) as u64)
 }
 
 /// The next output row's source lines of the planes blended first (`direct_rows` gives the
@@ -564,7 +547,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
             #[cfg(not(target_arch = "aarch64"))]
             let vector_level = c.avx2();
             if !vector_level {
-                prefetch_multi(m, &c.comps, src, cy);
+                taps::prefetch_multi(m, &c.comps, src, cy);
             }
             let mut packed = std::mem::take(&mut s.ring.packed_rows);
             let vector = |g: usize, rows: &[&[u8]], out: &[[*mut f32; 4]], ahead: usize| {
@@ -598,7 +581,14 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
                 baseline::blend_rows(r0, r1, axis.w[cy], &mut s.vrows[p][..hi - lo]);
             }
             #[cfg(target_arch = "x86_64")]
-            for g in &c.groups {
+            let paired = pair(c, &direct, &mut s.comps);
+            #[cfg(target_arch = "x86_64")]
+            if let Some(made) = paired {
+                s.counts.sampled += made;
+                c.groups.iter().for_each(|_| ahead.piece());
+            }
+            #[cfg(target_arch = "x86_64")]
+            for g in c.groups.iter().filter(|_| paired.is_none()) {
                 if let Some(d @ DirectRows { r0, r1, wy, shuffled, next }) = direct[g.plane] {
                     let (wx, wq, single) = group_weights(c, g);
                     let columns = match (&g.permute, &g.shuffle) {

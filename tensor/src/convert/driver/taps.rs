@@ -6,12 +6,13 @@
 use super::super::avx2;
 #[cfg(target_arch = "x86_64")]
 use super::super::avx512;
+use super::super::hint::prefetch;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::multitap;
 use super::super::multitap::VTaps;
+use super::super::multitap::MULTI_PREFETCH_AHEAD;
 #[cfg(target_arch = "aarch64")]
 use super::super::neon;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::plan::Comp;
 use super::super::plan::MultiTap;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -22,7 +23,7 @@ use super::super::plan::{Blocks, Compact, Halved, TapGroup};
 use super::super::plan::{EvenBox, Pixels, Whole, Whole8};
 #[cfg(target_arch = "aarch64")]
 use super::super::plan::{Planar, WholeTaps};
-use super::super::Converter;
+use super::super::{Converter, SrcImage};
 
 /// A group's rows-first plan at a level (`multitap::box_row`): blocks over the sums, or (AVX2)
 /// four-byte pixels' blocks.
@@ -592,4 +593,41 @@ pub(super) fn multitap_vertical(
     }
     let _ = (c, rows, taps, out);
     0
+}
+
+/// `prefetch_ahead` for the multi-tap filters, which read every source row (a 3× downscale
+/// jumps nowhere, but the hardware's prefetcher alone left NV12 area at 2× its hot time): the
+/// source rows output row `cy + MULTI_PREFETCH_AHEAD` reads and the row before it did not, each
+/// group's bytes, a line at a time, all before the row. Only where no vector level runs: the
+/// levels' kernels ask for the same lines among their loads (`multitap::ahead_bytes`), which the
+/// burst here cost on an Intel Xeon (docs/benchmarks.md, 2026-12-02).
+#[inline(always)]
+pub(super) fn prefetch_multi(m: &MultiTap, comps: &[Comp], src: &SrcImage<'_>, cy: usize) {
+    let ahead = MULTI_PREFETCH_AHEAD;
+    for g in &m.groups {
+        let lead = comps[g.members[0]];
+        let axis = usize::from(lead.chroma);
+        let (rows, cols) = (&m.rows[axis], &m.cols[axis]);
+        let (at, n) = (cy + ahead, cols.first.len());
+        if at >= rows.first.len() || n == 0 {
+            continue;
+        }
+        let (first, kv) = (rows.first[at] as usize, rows.taps);
+        let new = match at {
+            0 => first,
+            _ => first.max(rows.first[at - 1] as usize + kv),
+        };
+        let lo = g.members.iter().map(|&c| m.base[c][0] as usize).min().unwrap_or(0);
+        let hi =
+            g.members.iter().map(|&c| m.base[c][n - 1] as usize + lead.step * cols.taps).max().unwrap_or(0);
+        let (bytes, stride) = src.planes[lead.plane];
+        for r in new..first + kv {
+            let end = (r * stride + hi).min(bytes.len());
+            let mut p = (r * stride + lo).min(end);
+            while p < end {
+                prefetch(bytes.as_ptr().wrapping_add(p));
+                p += 64;
+            }
+        }
+    }
 }

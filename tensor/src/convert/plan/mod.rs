@@ -546,6 +546,14 @@ pub(super) struct SampleRow<'a, P> {
     pub(super) ahead: [usize; 2],
 }
 
+// (Derived, `Clone` and `Copy` would ask the same of `P`.)
+impl<P> Clone for SampleRow<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<P> Copy for SampleRow<'_, P> {}
+
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
 impl<P> SampleRow<'_, P> {
     /// The columns after the first `blocks` blocks of `width` outputs that the level's kernels

@@ -1,0 +1,403 @@
+//! Bilinear sampling at AVX-512: a group's components read straight from the frame's two source
+//! rows through its `Permute` plan, sixteen outputs a block. Each way of taking a row
+//! (`RowsFirst`, `Sampled`) is set up once a call and samples one block at a time (`Blocks`),
+//! so that one loop can run a group's blocks alone (`sample`) or two groups' side by side
+//! (`sample_pair`).
+
+use super::super::hint::prefetch_window;
+use super::super::lines::Lines;
+use super::super::plan::{row_steps, Aligned64, Permute, SampleRow, Windows, WEIGHT_UNIT};
+use std::arch::x86_64::*;
+
+/// A group's source rows with its `Permute` plan.
+type Row<'a> = SampleRow<'a, Permute>;
+
+/// `$body` with `$k` the blocks of `$row` (`M` members, windows `$shape`) for the way its two
+/// source rows are taken: blended first (`RowsFirst`), else by `Sampled`'s taps on samples or
+/// not, one row or two.
+macro_rules! blocks_of {
+    ($shape:ident, $m:literal, $row:expr, $out:expr, |$k:ident| $body:expr) => {{
+        let row = $row;
+        match (rows_first_weight(row.wy, row.single), row.single, row.wy != 0.0) {
+            (0, true, false) => {
+                let $k = unsafe { Sampled::<$shape, $m, true, false>::new(&row, $out) };
+                $body
+            }
+            (0, true, true) => {
+                let $k = unsafe { Sampled::<$shape, $m, true, true>::new(&row, $out) };
+                $body
+            }
+            (0, false, false) => {
+                let $k = unsafe { Sampled::<$shape, $m, false, false>::new(&row, $out) };
+                $body
+            }
+            (0, false, true) => {
+                let $k = unsafe { Sampled::<$shape, $m, false, true>::new(&row, $out) };
+                $body
+            }
+            (half, ..) => {
+                let $k = unsafe { RowsFirst::<$shape, $m>::new(&row, half, $out) };
+                $body
+            }
+        }
+    }};
+}
+
+/// A group's components at every content column through its `Permute` plan (the arithmetic of
+/// `avx2::sample`, sixteen outputs at a time); the columns after the last block as
+/// `group_tail` does them. Returns the columns its blocks wrote.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VBMI; `plan.reach` bytes are readable from both rows.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
+pub(in super::super) unsafe fn sample(row: Row<'_>, wx: &[f32], out: &mut [Lines<f32>; 4]) -> usize {
+    let g = row.g;
+    assert!(row.plan.reach <= row.r0.len().min(row.r1.len()), "loads stay inside the rows");
+    macro_rules! shaped {
+        ($shape:ident) => {
+            match g.members.len() {
+                1 => blocks_of!($shape, 1, row, out, |a| run(&a)),
+                2 => blocks_of!($shape, 2, row, out, |a| run(&a)),
+                3 => blocks_of!($shape, 3, row, out, |a| run(&a)),
+                _ => blocks_of!($shape, 4, row, out, |a| run(&a)),
+            }
+        };
+    }
+    let blocks = match row.plan.windows {
+        Windows::Narrow => shaped!(NARROW),
+        Windows::Halves => shaped!(HALVES),
+        Windows::Split => shaped!(SPLIT),
+    };
+    row.tail(wx, 16, blocks, out)
+}
+
+/// `sample` of two groups whose blocks run side by side in one loop (block `b` of `a`, then
+/// block `b` of `c`), where `a` has one member, `c` two and their windows the same shape
+/// (NV12's and YUY2's luma and chroma); `None` (nothing written) for any other pair. Returns the
+/// columns each group's blocks and tail wrote, as `sample` does (why side by side:
+/// `run_pair`).
+///
+/// # Safety
+/// As `sample`, for both groups.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
+pub(in super::super) unsafe fn sample_pair(
+    a: Row<'_>,
+    wxa: &[f32],
+    c: Row<'_>,
+    wxc: &[f32],
+    out: &mut [Lines<f32>; 4],
+) -> Option<(usize, usize)> {
+    if a.g.members.len() != 1 || c.g.members.len() != 2 || a.plan.windows != c.plan.windows {
+        return None;
+    }
+    for row in [&a, &c] {
+        assert!(row.plan.reach <= row.r0.len().min(row.r1.len()), "loads stay inside the rows");
+    }
+    macro_rules! shaped {
+        ($shape:ident) => {
+            blocks_of!($shape, 1, a, out, |ka| blocks_of!($shape, 2, c, out, |kc| run_pair(&ka, &kc)))
+        };
+    }
+    let (na, nc) = match a.plan.windows {
+        Windows::Narrow => shaped!(NARROW),
+        Windows::Halves => shaped!(HALVES),
+        Windows::Split => shaped!(SPLIT),
+    };
+    Some((a.tail(wxa, 16, na, out), c.tail(wxc, 16, nc, out)))
+}
+
+/// A group's sampling over one output row, set up once: `block(b)` writes the outputs of block
+/// `b` of every member.
+trait Blocks {
+    /// The blocks there are.
+    fn count(&self) -> usize;
+    /// # Safety
+    /// `b < count()`; the CPU has the level's features.
+    unsafe fn block(&self, b: usize);
+}
+
+/// Every block of `k`. Unoptimized, a function of its own per case (inlined, the cases gave
+/// `sample` a 0.25 MB frame; as `finish_rows`).
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn run<K: Blocks>(k: &K) -> usize {
+    for b in 0..k.count() {
+        unsafe { k.block(b) };
+    }
+    k.count()
+}
+
+/// The blocks of `a` and `c`: block `b` of each in turn while both have one, then the rest of
+/// either. Rows of a camera frame come from the L3 or DRAM; a pass over a row by a one-member
+/// group alone (NV12's or YUY2's luma: a permute or two and a conversion a block) has little
+/// work beside the loads that wait for them, and beside the other group's blocks it has more.
+/// Element, `BENCH_INPUTS=camera`, one build with the pairing switched off and on, alternated
+/// three times on a slower stretch of the machine, then twice on a faster one (ms a frame,
+/// uint8, apart → side by side): NV12 1080p x8 0.184–0.189 → 0.174–0.182 and 0.164–0.167 →
+/// 0.166–0.169, x32 0.189–0.198 → 0.179–0.180 and 0.166–0.174 → 0.164–0.174, YUY2 1080p x8
+/// 0.185–0.191 → 0.186–0.190 and 0.174–0.178 → 0.168–0.173, x32 0.198–0.207 → 0.190–0.199 and
+/// 0.179–0.184 → 0.171–0.174, the 900p rows level; float32 level or faster (NV12 x32
+/// 0.338–0.379 → 0.309–0.343). At AVX2 the same pairing went from 5 % faster (YUY2) to 10 %
+/// slower (NV12 900p), so that level keeps its groups apart.
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn run_pair<A: Blocks, C: Blocks>(a: &A, c: &C) -> (usize, usize) {
+    let both = a.count().min(c.count());
+    for b in 0..both {
+        unsafe {
+            a.block(b);
+            c.block(b);
+        }
+    }
+    for b in both..a.count() {
+        unsafe { a.block(b) };
+    }
+    for b in both..c.count() {
+        unsafe { c.block(b) };
+    }
+    (a.count(), c.count())
+}
+
+/// The lower row's weight in 128ths where `RowsFirst` takes a row (else 0): two rows (a weight
+/// strictly between 0 and 1, an even number of 256ths) and two taps across.
+fn rows_first_weight(wy: f32, single: bool) -> u32 {
+    match row_steps(wy) {
+        Some(k) if !single && k.is_multiple_of(2) => k / 2,
+        _ => 0,
+    }
+}
+
+/// `plan::Windows` as the kernels' const parameter.
+const NARROW: u8 = 0;
+const HALVES: u8 = 1;
+const SPLIT: u8 = 2;
+
+/// A plan's `SHAPE`.
+fn window_shape(plan: &Permute) -> u8 {
+    match plan.windows {
+        Windows::Narrow => NARROW,
+        Windows::Halves => HALVES,
+        Windows::Split => SPLIT,
+    }
+}
+
+/// The blocks a group's plan, weights and output rows hold (`per` windows a block, `pairs`
+/// controls a block and member).
+fn block_count<const M: usize>(row: &Row<'_>, width: usize) -> usize {
+    let plan = row.plan;
+    (plan.bases.len() / plan.windows.per_block())
+        .min(row.wq.len() / 16)
+        .min(plan.controls.len() / (2 * M))
+        .min(width / 16)
+}
+
+/// One row's windows at block `b` (bases `per * b`, and `per * b + 1` for two per block):
+/// `[first, _, _, _]` narrow, `[first half's, second half's, _, _]` halves, and split the two
+/// 128-byte windows as `[first, first + 64, second, second + 64]`; the row's lines `ahead`
+/// bytes on asked for first.
+#[inline(always)]
+unsafe fn windows<const SHAPE: u8>(row: &[u8], bases: &[u32], b: usize, ahead: [usize; 2]) -> [__m512i; 4] {
+    let per = if SHAPE == NARROW { 1 } else { 2 };
+    unsafe {
+        let at = |h: usize| *bases.get_unchecked(per * b + h) as usize;
+        let (ba, bb) = (at(0), at(per - 1));
+        for d in ahead.into_iter().filter(|&d| d != 0) {
+            // Halves: the first window's two lines, where the second window mostly begins (a
+            // hint: a line it misses is loaded as before).
+            prefetch_window(&[row.as_ptr()], ba + d, SHAPE != NARROW);
+            if SHAPE == SPLIT {
+                prefetch_window(&[row.as_ptr()], bb + d, true);
+            }
+        }
+        let load = |at: usize| _mm512_loadu_si512(row.as_ptr().add(at) as *const _);
+        match SHAPE {
+            NARROW => {
+                let a = load(ba);
+                [a; 4]
+            }
+            HALVES => {
+                let (a, c) = (load(ba), load(bb));
+                [a, c, a, c]
+            }
+            _ => [load(ba), load(ba + 64), load(bb), load(bb + 64)],
+        }
+    }
+}
+
+/// `masks` as values the compiler cannot see: with constant masks it turned the masked permutes
+/// into unmasked ones and a `vpandq` or `vpternlogq` with a constant (one vector operation more
+/// each, on the ports the permutes use).
+#[inline(always)]
+fn opaque<const SHAPE: u8, T>(masks: T) -> T {
+    if SHAPE == SPLIT {
+        masks
+    } else {
+        std::hint::black_box(masks)
+    }
+}
+
+/// `into` with the bytes `bytes` replaced by `ctl`'s picks from one row's `windows`. A window
+/// of 64 bytes is one `vpermb` (the index's bit 6 ignored), each half's under its half of the
+/// mask; a split block's two 128-byte windows two masked `vpermt2b`.
+#[inline(always)]
+unsafe fn pick<const SHAPE: u8>(into: __m512i, w: &[__m512i; 4], ctl: __m512i, bytes: u64) -> __m512i {
+    let (first, second) = (bytes & 0xffff_ffff, bytes & !0xffff_ffff);
+    match SHAPE {
+        NARROW => _mm512_mask_permutexvar_epi8(into, bytes, ctl, w[0]),
+        HALVES => _mm512_mask_permutexvar_epi8(
+            _mm512_mask_permutexvar_epi8(into, first, ctl, w[0]),
+            second,
+            ctl,
+            w[1],
+        ),
+        _ => _mm512_or_si512(
+            into,
+            _mm512_or_si512(
+                _mm512_maskz_permutex2var_epi8(first, w[0], ctl, w[1]),
+                _mm512_maskz_permutex2var_epi8(second, w[2], ctl, w[3]),
+            ),
+        ),
+    }
+}
+
+/// Two rows blended first: the two-tap control picks each output's two taps from each row,
+/// paired (its bytes 1 and 3, `plan::Permute::controls`), one row's picks merged into the
+/// other's (`pick`). One `pmaddubsw` blends the pairs by the row weights halved, `128 - half`
+/// and `half` (even 256ths halve exactly, and a blended byte fits an i16), and one `pmaddwd`
+/// the taps across. The sum is the same whole number of 2^-15ths as `Sampled`'s 2^-16ths
+/// (`plan::WEIGHT_STEPS`: exact either way), so the floats are equal; a member's block takes 6
+/// vector operations (narrow) where the columns-first order takes 8 (two picks, two `pmaddwd`,
+/// two conversions and the blend down).
+struct RowsFirst<'a, const SHAPE: u8, const M: usize> {
+    row: Row<'a>,
+    /// The plan's tables (read through `row`, they were reloaded at every block).
+    tables: (&'a [u32], &'a [Aligned64<[u8; 64]>]),
+    rows: [*mut f32; M],
+    count: usize,
+    /// The first row's byte of a pair, then the second's.
+    weights: __m512i,
+    unit: __m512,
+    /// The pairs' first bytes, then their second.
+    masks: (u64, u64),
+}
+
+impl<'a, const SHAPE: u8, const M: usize> RowsFirst<'a, SHAPE, M> {
+    /// # Safety
+    /// The CPU has AVX-512 F/BW.
+    #[inline(always)]
+    unsafe fn new(row: &Row<'a>, half: u32, out: &mut [Lines<f32>; 4]) -> Self {
+        assert!(
+            row.g.members.len() >= M
+                && (1..=4).contains(&M)
+                && window_shape(row.plan) == SHAPE
+                && (1..128).contains(&half)
+        );
+        let (rows, width) = row.g.member_rows::<M>(out);
+        Self {
+            row: *row,
+            tables: (row.plan.bases.as_slice(), row.plan.controls.as_slice()),
+            rows,
+            count: block_count::<M>(row, width),
+            weights: _mm512_set1_epi16(((half << 8) | (128 - half)) as i16),
+            // The halved row weights make the sums 2^-15ths.
+            unit: _mm512_set1_ps(2.0 * WEIGHT_UNIT * WEIGHT_UNIT),
+            masks: opaque::<SHAPE, _>((0x5555_5555_5555_5555u64, 0xaaaa_aaaa_aaaa_aaaau64)),
+        }
+    }
+}
+
+impl<const SHAPE: u8, const M: usize> Blocks for RowsFirst<'_, SHAPE, M> {
+    fn count(&self) -> usize {
+        self.count
+    }
+
+    #[inline(always)]
+    unsafe fn block(&self, b: usize) {
+        let Row { r0, r1, wq, ahead, .. } = self.row;
+        let (bases, controls) = self.tables;
+        let (top, bottom) = self.masks;
+        let zero = _mm512_setzero_si512();
+        unsafe {
+            let w0 = windows::<SHAPE>(r0, bases, b, ahead);
+            let w1 = windows::<SHAPE>(r1, bases, b, [0, 0]);
+            let wqv = _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _);
+            for j in 0..M {
+                let ctl = _mm512_loadu_si512(controls.as_ptr().add((b * M + j) * 2 + 1) as *const _);
+                let pairs = pick::<SHAPE>(pick::<SHAPE>(zero, &w0, ctl, top), &w1, ctl, bottom);
+                let down = _mm512_maddubs_epi16(pairs, self.weights);
+                let v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(down, wqv)), self.unit);
+                _mm512_storeu_ps(self.rows[j].add(16 * b), v);
+            }
+        }
+    }
+}
+
+/// Each member's output bytes picked (`pick`) into dwords, then converted (one tap: its byte)
+/// or summed across (`pmaddwd`, two taps), and blended down two rows (`TWO`).
+struct Sampled<'a, const SHAPE: u8, const M: usize, const SINGLE: bool, const TWO: bool> {
+    row: Row<'a>,
+    /// The plan's tables (as `RowsFirst`'s).
+    tables: (&'a [u32], &'a [Aligned64<[u8; 64]>]),
+    rows: [*mut f32; M],
+    count: usize,
+    wy: __m512,
+    unit: __m512,
+    /// Byte 0 of each dword, or bytes 0 and 2.
+    keep: u64,
+}
+
+impl<'a, const SHAPE: u8, const M: usize, const SINGLE: bool, const TWO: bool>
+    Sampled<'a, SHAPE, M, SINGLE, TWO>
+{
+    /// # Safety
+    /// The CPU has AVX-512 F.
+    #[inline(always)]
+    unsafe fn new(row: &Row<'a>, out: &mut [Lines<f32>; 4]) -> Self {
+        assert!(row.g.members.len() >= M && (1..=4).contains(&M) && window_shape(row.plan) == SHAPE);
+        let (rows, width) = row.g.member_rows::<M>(out);
+        Self {
+            row: *row,
+            tables: (row.plan.bases.as_slice(), row.plan.controls.as_slice()),
+            rows,
+            count: block_count::<M>(row, width),
+            wy: _mm512_set1_ps(row.wy),
+            unit: _mm512_set1_ps(WEIGHT_UNIT),
+            keep: opaque::<SHAPE, _>(if SINGLE { 0x1111_1111_1111_1111 } else { 0x5555_5555_5555_5555 }),
+        }
+    }
+}
+
+impl<const SHAPE: u8, const M: usize, const SINGLE: bool, const TWO: bool> Blocks
+    for Sampled<'_, SHAPE, M, SINGLE, TWO>
+{
+    fn count(&self) -> usize {
+        self.count
+    }
+
+    #[inline(always)]
+    unsafe fn block(&self, b: usize) {
+        let Row { r0, r1, wq, ahead, .. } = self.row;
+        let (bases, controls) = self.tables;
+        let form = usize::from(!SINGLE);
+        let zero = _mm512_setzero_si512();
+        unsafe {
+            let w0 = windows::<SHAPE>(r0, bases, b, ahead);
+            let w1 = if TWO { windows::<SHAPE>(r1, bases, b, [0, 0]) } else { w0 };
+            let wqv = if SINGLE { zero } else { _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _) };
+            for j in 0..M {
+                let ctl = _mm512_loadu_si512(controls.as_ptr().add((b * M + j) * 2 + form) as *const _);
+                let sampled = |w: &[__m512i; 4]| {
+                    let t = pick::<SHAPE>(zero, w, ctl, self.keep);
+                    _mm512_cvtepi32_ps(if SINGLE { t } else { _mm512_madd_epi16(t, wqv) })
+                };
+                let top = sampled(&w0);
+                let mut v =
+                    if TWO { _mm512_fmadd_ps(self.wy, _mm512_sub_ps(sampled(&w1), top), top) } else { top };
+                if !SINGLE {
+                    v = _mm512_mul_ps(v, self.unit);
+                }
+                _mm512_storeu_ps(self.rows[j].add(16 * b), v);
+            }
+        }
+    }
+}
