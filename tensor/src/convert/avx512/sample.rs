@@ -260,6 +260,34 @@ unsafe fn pick<const SHAPE: u8>(into: __m512i, w: &[__m512i; 4], ctl: __m512i, b
     }
 }
 
+/// What every way of taking a row holds: the group's rows, the plan's tables (read through
+/// `row`, they were reloaded at every block: the stores to the member rows might have changed
+/// them), the first `M` members' output rows and the blocks there are.
+#[derive(Clone, Copy)]
+struct Rows<'a, const M: usize> {
+    row: Row<'a>,
+    bases: &'a [u32],
+    controls: &'a [Aligned64<[u8; 64]>],
+    rows: [*mut f32; M],
+    count: usize,
+}
+
+impl<'a, const M: usize> Rows<'a, M> {
+    #[inline(always)]
+    fn new<const SHAPE: u8>(row: &Row<'a>, out: &mut [Lines<f32>; 4]) -> Self {
+        assert!(row.g.members.len() >= M && (1..=4).contains(&M) && window_shape(row.plan) == SHAPE);
+        let (rows, width) = row.g.member_rows::<M>(out);
+        let plan = row.plan;
+        Rows {
+            row: *row,
+            bases: plan.bases.as_slice(),
+            controls: plan.controls.as_slice(),
+            rows,
+            count: block_count::<M>(row, width),
+        }
+    }
+}
+
 /// Two rows blended first: the two-tap control picks each output's two taps from each row,
 /// paired (its bytes 1 and 3, `plan::Permute::controls`), one row's picks merged into the
 /// other's (`pick`). One `pmaddubsw` blends the pairs by the row weights halved, `128 - half`
@@ -269,11 +297,7 @@ unsafe fn pick<const SHAPE: u8>(into: __m512i, w: &[__m512i; 4], ctl: __m512i, b
 /// vector operations (narrow) where the columns-first order takes 8 (two picks, two `pmaddwd`,
 /// two conversions and the blend down).
 struct RowsFirst<'a, const SHAPE: u8, const M: usize> {
-    row: Row<'a>,
-    /// The plan's tables (read through `row`, they were reloaded at every block).
-    tables: (&'a [u32], &'a [Aligned64<[u8; 64]>]),
-    rows: [*mut f32; M],
-    count: usize,
+    at: Rows<'a, M>,
     /// The first row's byte of a pair, then the second's.
     weights: __m512i,
     unit: __m512,
@@ -286,18 +310,9 @@ impl<'a, const SHAPE: u8, const M: usize> RowsFirst<'a, SHAPE, M> {
     /// The CPU has AVX-512 F/BW.
     #[inline(always)]
     unsafe fn new(row: &Row<'a>, half: u32, out: &mut [Lines<f32>; 4]) -> Self {
-        assert!(
-            row.g.members.len() >= M
-                && (1..=4).contains(&M)
-                && window_shape(row.plan) == SHAPE
-                && (1..128).contains(&half)
-        );
-        let (rows, width) = row.g.member_rows::<M>(out);
+        assert!((1..128).contains(&half));
         Self {
-            row: *row,
-            tables: (row.plan.bases.as_slice(), row.plan.controls.as_slice()),
-            rows,
-            count: block_count::<M>(row, width),
+            at: Rows::new::<SHAPE>(row, out),
             weights: _mm512_set1_epi16(((half << 8) | (128 - half)) as i16),
             // The halved row weights make the sums 2^-15ths.
             unit: _mm512_set1_ps(2.0 * WEIGHT_UNIT * WEIGHT_UNIT),
@@ -308,13 +323,12 @@ impl<'a, const SHAPE: u8, const M: usize> RowsFirst<'a, SHAPE, M> {
 
 impl<const SHAPE: u8, const M: usize> Blocks for RowsFirst<'_, SHAPE, M> {
     fn count(&self) -> usize {
-        self.count
+        self.at.count
     }
 
     #[inline(always)]
     unsafe fn block(&self, b: usize) {
-        let Row { r0, r1, wq, ahead, .. } = self.row;
-        let (bases, controls) = self.tables;
+        let Rows { row: Row { r0, r1, wq, ahead, .. }, bases, controls, rows, .. } = self.at;
         let (top, bottom) = self.masks;
         let zero = _mm512_setzero_si512();
         unsafe {
@@ -326,7 +340,7 @@ impl<const SHAPE: u8, const M: usize> Blocks for RowsFirst<'_, SHAPE, M> {
                 let pairs = pick::<SHAPE>(pick::<SHAPE>(zero, &w0, ctl, top), &w1, ctl, bottom);
                 let down = _mm512_maddubs_epi16(pairs, self.weights);
                 let v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(down, wqv)), self.unit);
-                _mm512_storeu_ps(self.rows[j].add(16 * b), v);
+                _mm512_storeu_ps(rows[j].add(16 * b), v);
             }
         }
     }
@@ -335,11 +349,7 @@ impl<const SHAPE: u8, const M: usize> Blocks for RowsFirst<'_, SHAPE, M> {
 /// Each member's output bytes picked (`pick`) into dwords, then converted (one tap: its byte)
 /// or summed across (`pmaddwd`, two taps), and blended down two rows (`TWO`).
 struct Sampled<'a, const SHAPE: u8, const M: usize, const SINGLE: bool, const TWO: bool> {
-    row: Row<'a>,
-    /// The plan's tables (as `RowsFirst`'s).
-    tables: (&'a [u32], &'a [Aligned64<[u8; 64]>]),
-    rows: [*mut f32; M],
-    count: usize,
+    at: Rows<'a, M>,
     wy: __m512,
     unit: __m512,
     /// Byte 0 of each dword, or bytes 0 and 2.
@@ -353,13 +363,8 @@ impl<'a, const SHAPE: u8, const M: usize, const SINGLE: bool, const TWO: bool>
     /// The CPU has AVX-512 F.
     #[inline(always)]
     unsafe fn new(row: &Row<'a>, out: &mut [Lines<f32>; 4]) -> Self {
-        assert!(row.g.members.len() >= M && (1..=4).contains(&M) && window_shape(row.plan) == SHAPE);
-        let (rows, width) = row.g.member_rows::<M>(out);
         Self {
-            row: *row,
-            tables: (row.plan.bases.as_slice(), row.plan.controls.as_slice()),
-            rows,
-            count: block_count::<M>(row, width),
+            at: Rows::new::<SHAPE>(row, out),
             wy: _mm512_set1_ps(row.wy),
             unit: _mm512_set1_ps(WEIGHT_UNIT),
             keep: opaque::<SHAPE, _>(if SINGLE { 0x1111_1111_1111_1111 } else { 0x5555_5555_5555_5555 }),
@@ -371,13 +376,12 @@ impl<const SHAPE: u8, const M: usize, const SINGLE: bool, const TWO: bool> Block
     for Sampled<'_, SHAPE, M, SINGLE, TWO>
 {
     fn count(&self) -> usize {
-        self.count
+        self.at.count
     }
 
     #[inline(always)]
     unsafe fn block(&self, b: usize) {
-        let Row { r0, r1, wq, ahead, .. } = self.row;
-        let (bases, controls) = self.tables;
+        let Rows { row: Row { r0, r1, wq, ahead, .. }, bases, controls, rows, .. } = self.at;
         let form = usize::from(!SINGLE);
         let zero = _mm512_setzero_si512();
         unsafe {
@@ -396,7 +400,7 @@ impl<const SHAPE: u8, const M: usize, const SINGLE: bool, const TWO: bool> Block
                 if !SINGLE {
                     v = _mm512_mul_ps(v, self.unit);
                 }
-                _mm512_storeu_ps(self.rows[j].add(16 * b), v);
+                _mm512_storeu_ps(rows[j].add(16 * b), v);
             }
         }
     }
