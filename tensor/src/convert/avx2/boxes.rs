@@ -5,7 +5,7 @@
 
 use super::taps::store_lanes;
 use crate::convert::hint::{prefetch, prefetch_window, Trickle};
-use crate::convert::plan::Blocks;
+use crate::convert::plan::{box_rows, split_rows, Blocks, SplitSums};
 use std::arch::x86_64::*;
 
 /// An exact box's vertical sums (`avx512::box_sums` at sixteen samples a step): `sums[t] =
@@ -24,14 +24,8 @@ pub(in crate::convert) unsafe fn box_sums(
     sums: &mut [u16],
     ahead: usize,
 ) {
-    if hi <= lo || k.is_empty() {
-        return;
-    }
-    assert!(
-        (first + k.len() - 1) * stride + hi <= bytes.len() && hi <= sums.len(),
-        "sums stay inside the rows"
-    );
-    let base = bytes.as_ptr().add(first * stride);
+    let Some(start) = box_rows(bytes.len(), stride, first, k.len(), (lo, hi), sums.len()) else { return };
+    let base = bytes.as_ptr().add(start);
     // Two to four rows with their own loops (weights in registers, 32 samples a step), as
     // `avx512::box_sums`: the generic loop over the rows spent half of NV12's `area` on loop
     // control at this level.
@@ -94,18 +88,13 @@ pub(in crate::convert) unsafe fn box_sums_split(
     odd: &mut [u16],
     ahead: usize,
 ) -> bool {
-    let lo = lo & !1;
-    if !(2..=4).contains(&k.len()) {
-        return false;
-    }
-    if hi <= lo {
-        return true;
-    }
-    if hi.div_ceil(2) > even.len() || hi / 2 > odd.len() {
-        return false;
-    }
-    assert!((first + k.len() - 1) * stride + hi <= bytes.len(), "sums stay inside the rows");
-    let base = bytes.as_ptr().add(first * stride);
+    let (start, lo) = match split_rows(bytes.len(), stride, first, k.len(), (lo, hi), (even.len(), odd.len()))
+    {
+        SplitSums::Declined => return false,
+        SplitSums::Empty => return true,
+        SplitSums::From(start, lo) => (start, lo),
+    };
+    let base = bytes.as_ptr().add(start);
     let out = [even.as_mut_ptr(), odd.as_mut_ptr()];
     let t = match k.len() {
         2 => box_sums_split_n::<2>(base, stride, k, lo, hi, out, ahead),

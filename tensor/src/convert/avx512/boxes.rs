@@ -6,7 +6,7 @@
 
 use super::taps::store_lanes;
 use crate::convert::hint::{prefetch, prefetch_window, Trickle};
-use crate::convert::plan::{Blocks, EvenBox, EVEN_BLOCK};
+use crate::convert::plan::{box_rows, split_rows, Blocks, EvenBox, SplitSums, EVEN_BLOCK};
 use std::arch::x86_64::*;
 
 /// An exact box's vertical sums (`plan::EXACT_MAX`): `sums[t] = Σ_j k[j] · bytes[(first + j) ·
@@ -28,14 +28,8 @@ pub(in crate::convert) unsafe fn box_sums(
     sums: &mut [u16],
     ahead: usize,
 ) {
-    if hi <= lo || k.is_empty() {
-        return;
-    }
-    assert!(
-        (first + k.len() - 1) * stride + hi <= bytes.len() && hi <= sums.len(),
-        "sums stay inside the rows"
-    );
-    let base = bytes.as_ptr().add(first * stride);
+    let Some(start) = box_rows(bytes.len(), stride, first, k.len(), (lo, hi), sums.len()) else { return };
+    let base = bytes.as_ptr().add(start);
     let out = [sums.as_mut_ptr(), std::ptr::null_mut()];
     match k.len() {
         2 => box_sums_n::<2, false>(base, stride, k, lo, hi, out, ahead),
@@ -84,18 +78,13 @@ pub(in crate::convert) unsafe fn box_sums_split(
     odd: &mut [u16],
     ahead: usize,
 ) -> bool {
-    let lo = lo & !1;
-    if !(2..=4).contains(&k.len()) {
-        return false;
-    }
-    if hi <= lo {
-        return true;
-    }
-    if hi.div_ceil(2) > even.len() || hi / 2 > odd.len() {
-        return false;
-    }
-    assert!((first + k.len() - 1) * stride + hi <= bytes.len(), "sums stay inside the rows");
-    let base = bytes.as_ptr().add(first * stride);
+    let (start, lo) = match split_rows(bytes.len(), stride, first, k.len(), (lo, hi), (even.len(), odd.len()))
+    {
+        SplitSums::Declined => return false,
+        SplitSums::Empty => return true,
+        SplitSums::From(start, lo) => (start, lo),
+    };
+    let base = bytes.as_ptr().add(start);
     let out = [even.as_mut_ptr(), odd.as_mut_ptr()];
     match k.len() {
         2 => box_sums_n::<2, true>(base, stride, k, lo, hi, out, ahead),

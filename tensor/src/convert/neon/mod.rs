@@ -27,7 +27,8 @@ use super::hint::{prefetch, Trickle};
 use super::lines::Lines;
 use super::multitap::VTaps;
 use super::plan::{
-    group_dispatch, Blocks, SampleRow, Shuffle, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT, WEIGHT_UNIT,
+    box_rows, group_dispatch, Blocks, SampleRow, Shuffle, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT,
+    WEIGHT_UNIT,
 };
 use std::arch::aarch64::*;
 
@@ -573,15 +574,9 @@ pub(super) unsafe fn box_sums(
     sums: &mut [u16],
     ahead: usize,
 ) {
-    if hi <= lo || k.is_empty() {
-        return;
-    }
-    assert!(
-        (first + k.len() - 1) * stride + hi <= bytes.len() && hi <= sums.len(),
-        "sums stay inside the rows"
-    );
+    let Some(start) = box_rows(bytes.len(), stride, first, k.len(), (lo, hi), sums.len()) else { return };
     unsafe {
-        let base = bytes.as_ptr().add(first * stride);
+        let base = bytes.as_ptr().add(start);
         let out = sums.as_mut_ptr();
         let mut t = lo;
         while t + 16 <= hi {

@@ -13,6 +13,7 @@ use std::ops::Range;
 mod even;
 mod pixels;
 pub(super) mod quads;
+mod sums;
 mod taps;
 mod weights;
 mod whole;
@@ -25,6 +26,10 @@ pub(super) use pixels::Pixels;
 #[cfg(any(test, target_arch = "x86_64"))]
 pub(super) use pixels::TAIL_COPY;
 pub(super) use quads::Quads;
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_imports))]
+pub(super) use sums::box_rows;
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_imports))]
+pub(super) use sums::{split_rows, SplitSums};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) use taps::Halved;
 #[cfg(target_arch = "aarch64")]
