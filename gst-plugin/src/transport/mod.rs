@@ -34,3 +34,24 @@ pub(crate) fn offered_caps(known: Option<gst::Caps>, filter: Option<&gst::Caps>)
         None => caps,
     }
 }
+
+/// A transport element's metadata, the project its author.
+pub(crate) fn metadata(
+    long_name: &str,
+    classification: &str,
+    description: &str,
+) -> gst::subclass::ElementMetadata {
+    gst::subclass::ElementMetadata::new(long_name, classification, description, "gstedgefirst developers")
+}
+
+/// An always-present pad of `caps`.
+pub(crate) fn always_pad(name: &str, direction: gst::PadDirection, caps: &gst::Caps) -> gst::PadTemplate {
+    gst::PadTemplate::new(name, direction, gst::PadPresence::Always, caps)
+        .expect("a pad template of fixed name")
+}
+
+/// A read-only running count (frames, messages or bytes) as a `guint64` property.
+pub(crate) fn counter(name: &str, blurb: &str) -> gst::glib::ParamSpec {
+    use gst::glib::prelude::ParamSpecBuilderExt;
+    gst::glib::ParamSpecUInt64::builder(name).blurb(blurb).read_only().build()
+}

@@ -250,14 +250,11 @@ impl ObjectImpl for EdgeFirstTensorDepay {
                     .default_value(netmsg::DEFAULT_MAX_SIZE)
                     .mutable_playing()
                     .build(),
-                glib::ParamSpecUInt64::builder("messages-received")
-                    .blurb("Messages decoded and pushed")
-                    .read_only()
-                    .build(),
-                glib::ParamSpecUInt64::builder("messages-dropped")
-                    .blurb("Framed messages that did not decode (a forged or damaged blob), each with a warning")
-                    .read_only()
-                    .build(),
+                crate::transport::counter("messages-received", "Messages decoded and pushed"),
+                crate::transport::counter(
+                    "messages-dropped",
+                    "Framed messages that did not decode (a forged or damaged blob), each with a warning",
+                ),
             ]
         });
         PROPS.as_ref()
@@ -290,11 +287,10 @@ impl GstObjectImpl for EdgeFirstTensorDepay {}
 impl ElementImpl for EdgeFirstTensorDepay {
     fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
         static META: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
-            gst::subclass::ElementMetadata::new(
+            crate::transport::metadata(
                 "EdgeFirst tensor depayloader",
                 "Codec/Depayloader/Network/Tensor",
                 "Takes edgefirsttensorpay's messages out of a byte stream (tcpclientsrc) or one per buffer (rtpgstdepay) and pushes the tensors with their caps, timestamps and tensor meta; damaged messages are dropped with a warning",
-                "gstedgefirst developers",
             )
         });
         Some(&*META)
@@ -303,20 +299,12 @@ impl ElementImpl for EdgeFirstTensorDepay {
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
             vec![
-                gst::PadTemplate::new(
+                crate::transport::always_pad(
                     "sink",
                     gst::PadDirection::Sink,
-                    gst::PadPresence::Always,
                     &gst::Caps::builder(MEDIA_TYPE).build(),
-                )
-                .unwrap(),
-                gst::PadTemplate::new(
-                    "src",
-                    gst::PadDirection::Src,
-                    gst::PadPresence::Always,
-                    &gst::Caps::new_any(),
-                )
-                .unwrap(),
+                ),
+                crate::transport::always_pad("src", gst::PadDirection::Src, &gst::Caps::new_any()),
             ]
         });
         TEMPLATES.as_ref()

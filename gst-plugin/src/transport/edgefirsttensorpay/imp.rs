@@ -114,14 +114,8 @@ impl ObjectImpl for EdgeFirstTensorPay {
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPS: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
             vec![
-                glib::ParamSpecUInt64::builder("messages-sent")
-                    .blurb("Messages pushed downstream")
-                    .read_only()
-                    .build(),
-                glib::ParamSpecUInt64::builder("bytes-sent")
-                    .blurb("Bytes of the messages pushed downstream")
-                    .read_only()
-                    .build(),
+                crate::transport::counter("messages-sent", "Messages pushed downstream"),
+                crate::transport::counter("bytes-sent", "Bytes of the messages pushed downstream"),
             ]
         });
         PROPS.as_ref()
@@ -144,11 +138,10 @@ impl GstObjectImpl for EdgeFirstTensorPay {}
 impl ElementImpl for EdgeFirstTensorPay {
     fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
         static META: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
-            gst::subclass::ElementMetadata::new(
+            crate::transport::metadata(
                 "EdgeFirst tensor payloader",
                 "Codec/Payloader/Network/Tensor",
                 "Makes each buffer one self-contained message (an inline tensor blob with its caps, timestamps and tensor meta) for tcpserversink, rtpgstpay or any byte transport",
-                "gstedgefirst developers",
             )
         });
         Some(&*META)
@@ -157,20 +150,12 @@ impl ElementImpl for EdgeFirstTensorPay {
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
             vec![
-                gst::PadTemplate::new(
-                    "sink",
-                    gst::PadDirection::Sink,
-                    gst::PadPresence::Always,
-                    &gst::Caps::new_any(),
-                )
-                .unwrap(),
-                gst::PadTemplate::new(
+                crate::transport::always_pad("sink", gst::PadDirection::Sink, &gst::Caps::new_any()),
+                crate::transport::always_pad(
                     "src",
                     gst::PadDirection::Src,
-                    gst::PadPresence::Always,
                     &gst::Caps::builder(MEDIA_TYPE).build(),
-                )
-                .unwrap(),
+                ),
             ]
         });
         TEMPLATES.as_ref()

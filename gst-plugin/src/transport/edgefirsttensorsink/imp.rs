@@ -161,18 +161,15 @@ impl ObjectImpl for EdgeFirstTensorSink {
                     .blurb("Buffers sent and not yet released, summed over consumers")
                     .read_only()
                     .build(),
-                glib::ParamSpecUInt64::builder("frames-sent")
-                    .blurb("Buffers sent, summed over consumers")
-                    .read_only()
-                    .build(),
-                glib::ParamSpecUInt64::builder("frames-dropped")
-                    .blurb("Buffers a consumer missed because it had max-pending unreleased (leaky=downstream)")
-                    .read_only()
-                    .build(),
-                glib::ParamSpecUInt64::builder("frames-copied")
-                    .blurb("Buffers without fd memory, copied into a memfd/DMA-BUF to be sent")
-                    .read_only()
-                    .build(),
+                crate::transport::counter("frames-sent", "Buffers sent, summed over consumers"),
+                crate::transport::counter(
+                    "frames-dropped",
+                    "Buffers a consumer missed because it had max-pending unreleased (leaky=downstream)",
+                ),
+                crate::transport::counter(
+                    "frames-copied",
+                    "Buffers without fd memory, copied into a memfd/DMA-BUF to be sent",
+                ),
             ]
         });
         PROPS.as_ref()
@@ -220,11 +217,10 @@ impl GstObjectImpl for EdgeFirstTensorSink {}
 impl ElementImpl for EdgeFirstTensorSink {
     fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
         static META: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
-            gst::subclass::ElementMetadata::new(
+            crate::transport::metadata(
                 "EdgeFirst tensor sink (unix socket)",
                 "Sink/Network/Tensor",
                 "Shares buffers with other processes by reference: fds over a unix socket (SCM_RIGHTS), with caps, timestamps and the tensor meta",
-                "gstedgefirst developers",
             )
         });
         Some(&*META)
@@ -232,13 +228,7 @@ impl ElementImpl for EdgeFirstTensorSink {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            vec![gst::PadTemplate::new(
-                "sink",
-                gst::PadDirection::Sink,
-                gst::PadPresence::Always,
-                &gst::Caps::new_any(),
-            )
-            .unwrap()]
+            vec![crate::transport::always_pad("sink", gst::PadDirection::Sink, &gst::Caps::new_any())]
         });
         TEMPLATES.as_ref()
     }

@@ -174,14 +174,11 @@ impl ObjectImpl for EdgeFirstTensorSrc {
                     .default_value(false)
                     .mutable_playing()
                     .build(),
-                glib::ParamSpecUInt64::builder("frames-received")
-                    .blurb("Buffers received and pushed")
-                    .read_only()
-                    .build(),
-                glib::ParamSpecUInt64::builder("frames-dropped")
-                    .blurb("Buffers received that could not be used (a malformed message or blob), each with a warning")
-                    .read_only()
-                    .build(),
+                crate::transport::counter("frames-received", "Buffers received and pushed"),
+                crate::transport::counter(
+                    "frames-dropped",
+                    "Buffers received that could not be used (a malformed message or blob), each with a warning",
+                ),
             ]
         });
         PROPS.as_ref()
@@ -216,11 +213,10 @@ impl GstObjectImpl for EdgeFirstTensorSrc {}
 impl ElementImpl for EdgeFirstTensorSrc {
     fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
         static META: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
-            gst::subclass::ElementMetadata::new(
+            crate::transport::metadata(
                 "EdgeFirst tensor source (unix socket)",
                 "Source/Network/Tensor",
                 "Receives buffers from an edgefirsttensorsink in another process by reference: the producer's own DMA-BUFs or memfds, with caps, timestamps and the tensor meta",
-                "gstedgefirst developers",
             )
         });
         Some(&*META)
@@ -228,13 +224,7 @@ impl ElementImpl for EdgeFirstTensorSrc {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            vec![gst::PadTemplate::new(
-                "src",
-                gst::PadDirection::Src,
-                gst::PadPresence::Always,
-                &gst::Caps::new_any(),
-            )
-            .unwrap()]
+            vec![crate::transport::always_pad("src", gst::PadDirection::Src, &gst::Caps::new_any())]
         });
         TEMPLATES.as_ref()
     }

@@ -61,14 +61,8 @@ impl ObjectImpl for EdgeFirstZenohSink {
                     .blurb("false: a message the network cannot take now is dropped (the camera never waits); true: the pipeline waits for the network")
                     .default_value(false)
                     .build(),
-                glib::ParamSpecUInt64::builder("messages-sent")
-                    .blurb("Messages published")
-                    .read_only()
-                    .build(),
-                glib::ParamSpecUInt64::builder("bytes-sent")
-                    .blurb("Bytes of the messages published")
-                    .read_only()
-                    .build(),
+                crate::transport::counter("messages-sent", "Messages published"),
+                crate::transport::counter("bytes-sent", "Bytes of the messages published"),
             ]);
             v
         });
@@ -108,11 +102,10 @@ impl GstObjectImpl for EdgeFirstZenohSink {}
 impl ElementImpl for EdgeFirstZenohSink {
     fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
         static META: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
-            gst::subclass::ElementMetadata::new(
+            crate::transport::metadata(
                 "EdgeFirst tensor sink (Zenoh)",
                 "Sink/Network/Tensor",
                 "Publishes each buffer as an inline tensor blob with its caps, timestamps and tensor meta on a Zenoh key expression",
-                "gstedgefirst developers",
             )
         });
         Some(&*META)
@@ -120,13 +113,7 @@ impl ElementImpl for EdgeFirstZenohSink {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            vec![gst::PadTemplate::new(
-                "sink",
-                gst::PadDirection::Sink,
-                gst::PadPresence::Always,
-                &gst::Caps::new_any(),
-            )
-            .unwrap()]
+            vec![crate::transport::always_pad("sink", gst::PadDirection::Sink, &gst::Caps::new_any())]
         });
         TEMPLATES.as_ref()
     }

@@ -116,14 +116,11 @@ impl ObjectImpl for EdgeFirstZenohSrc {
                     .default_value(netmsg::DEFAULT_MAX_SIZE)
                     .mutable_playing()
                     .build(),
-                glib::ParamSpecUInt64::builder("messages-received")
-                    .blurb("Messages decoded and pushed")
-                    .read_only()
-                    .build(),
-                glib::ParamSpecUInt64::builder("messages-dropped")
-                    .blurb("Messages that did not decode or were too large, each with a warning")
-                    .read_only()
-                    .build(),
+                crate::transport::counter("messages-received", "Messages decoded and pushed"),
+                crate::transport::counter(
+                    "messages-dropped",
+                    "Messages that did not decode or were too large, each with a warning",
+                ),
             ]);
             v
         });
@@ -167,11 +164,10 @@ impl GstObjectImpl for EdgeFirstZenohSrc {}
 impl ElementImpl for EdgeFirstZenohSrc {
     fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
         static META: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
-            gst::subclass::ElementMetadata::new(
+            crate::transport::metadata(
                 "EdgeFirst tensor source (Zenoh)",
                 "Source/Network/Tensor",
                 "Subscribes to a Zenoh key expression and pushes the tensors published there with their caps, timestamps and tensor meta",
-                "gstedgefirst developers",
             )
         });
         Some(&*META)
@@ -179,13 +175,7 @@ impl ElementImpl for EdgeFirstZenohSrc {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            vec![gst::PadTemplate::new(
-                "src",
-                gst::PadDirection::Src,
-                gst::PadPresence::Always,
-                &gst::Caps::new_any(),
-            )
-            .unwrap()]
+            vec![crate::transport::always_pad("src", gst::PadDirection::Src, &gst::Caps::new_any())]
         });
         TEMPLATES.as_ref()
     }
