@@ -16,28 +16,27 @@ type Row<'a> = SampleRow<'a, Permute>;
 /// source rows are taken: blended first (`RowsFirst`), else by `Sampled`'s taps on samples or
 /// not, one row or two.
 macro_rules! blocks_of {
+    (@with $make:expr, |$k:ident| $body:expr) => {{
+        let $k = unsafe { $make };
+        $body
+    }};
     ($shape:ident, $m:literal, $row:expr, $out:expr, |$k:ident| $body:expr) => {{
         let row = $row;
         match (rows_first_weight(row.wy, row.single), row.single, row.wy != 0.0) {
             (0, true, false) => {
-                let $k = unsafe { Sampled::<$shape, $m, true, false>::new(&row, $out) };
-                $body
+                blocks_of!(@with Sampled::<$shape, $m, true, false>::new(&row, $out), |$k| $body)
             }
             (0, true, true) => {
-                let $k = unsafe { Sampled::<$shape, $m, true, true>::new(&row, $out) };
-                $body
+                blocks_of!(@with Sampled::<$shape, $m, true, true>::new(&row, $out), |$k| $body)
             }
             (0, false, false) => {
-                let $k = unsafe { Sampled::<$shape, $m, false, false>::new(&row, $out) };
-                $body
+                blocks_of!(@with Sampled::<$shape, $m, false, false>::new(&row, $out), |$k| $body)
             }
             (0, false, true) => {
-                let $k = unsafe { Sampled::<$shape, $m, false, true>::new(&row, $out) };
-                $body
+                blocks_of!(@with Sampled::<$shape, $m, false, true>::new(&row, $out), |$k| $body)
             }
             (half, ..) => {
-                let $k = unsafe { RowsFirst::<$shape, $m>::new(&row, half, $out) };
-                $body
+                blocks_of!(@with RowsFirst::<$shape, $m>::new(&row, half, $out), |$k| $body)
             }
         }
     }};
