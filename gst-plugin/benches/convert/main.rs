@@ -13,7 +13,10 @@
 //! - the floor of a camera row: read the source rows a bilinear downscale reads and write the
 //!   output tensor, over the same rotating frames, mapped once; and the every-row floor, the same
 //!   for a filter as wide as the downscale (`area`, `bilinear-antialias` read every row); and the
-//!   float32 floor, the floor's reads with the float32 tensor's bytes written.
+//!   float32 floor, the floor's reads with the float32 tensor's bytes written;
+//! - the traffic rows: the same three reads and writes with every line asked for ahead, which
+//!   beside the floors give the bytes' own time that a target is checked against in the last
+//!   table (each camera row's targets, `met`, `open` or `past traffic`).
 //!
 //! Each case's figure is its fastest stretch of `FRAMES` consecutive frames over five rounds
 //! spread across the whole benchmark. Run with `cargo bench -p gstedgefirst --bench convert`
@@ -235,10 +238,13 @@ enum Reference {
     FirBox,
     FirBilinear,
     Float32Floor,
+    Traffic,
+    Float32Traffic,
+    EveryRowTraffic,
 }
 
 impl Reference {
-    const ALL: [Reference; 7] = [
+    const ALL: [Reference; 10] = [
         Reference::Memcpy,
         Reference::Floor,
         Reference::Libyuv,
@@ -246,6 +252,9 @@ impl Reference {
         Reference::FirBox,
         Reference::FirBilinear,
         Reference::Float32Floor,
+        Reference::Traffic,
+        Reference::Float32Traffic,
+        Reference::EveryRowTraffic,
     ];
 
     /// The row's name in the tables (the tables find rows by parts of these).
@@ -258,6 +267,15 @@ impl Reference {
             Reference::FirBox => fir_name(fast_image_resize::FilterType::Box, nv12),
             Reference::FirBilinear => fir_name(fast_image_resize::FilterType::Bilinear, nv12),
             Reference::Float32Floor => "float32 floor: the floor's reads + write the float32 output".into(),
+            Reference::Traffic => {
+                "bilinear traffic: the filter's rows read with asks ahead + write the output".into()
+            }
+            Reference::Float32Traffic => {
+                "float32 traffic: the filter's rows read with asks ahead + write the float32 output".into()
+            }
+            Reference::EveryRowTraffic => {
+                "every-row traffic: every row read with asks ahead + write the output".into()
+            }
         }
     }
 }
@@ -346,6 +364,9 @@ fn main() {
                     }
                     keep(Reference::EveryRow, floor_every_row(&fr));
                     keep(Reference::Float32Floor, floor_float32(&fr));
+                    keep(Reference::Traffic, traffic(&fr));
+                    keep(Reference::Float32Traffic, traffic_float32(&fr));
+                    keep(Reference::EveryRowTraffic, traffic_every_row(&fr));
                 }
             }
             let referenced = format == "NV12" || format == "RGBA";
@@ -416,6 +437,72 @@ fn main() {
         );
     }
     resampling_tables(&cases, &get, &psnrs);
+    targets_table(&cases, &get);
+}
+
+/// Each camera row's speed targets (issues 13 and 15) as this run found them: `met` or `open`
+/// with the ratio the target is stated in, or `past traffic` where the target leaves the chain
+/// less time than the reads and writes it cannot do without took in this run with no arithmetic
+/// at all (the faster of the floor row and the traffic row, which asks for its lines ahead):
+/// float32 ≤ 1.3× uint8 where 1.3× uint8 is under the float32 floor or traffic; `area` or
+/// `bilinear-antialias` ≤ 2× bilinear where twice bilinear is under the every-row floor or
+/// traffic; ≥ 3× faster than a fast_image_resize chain where a third of it is. Measured, not
+/// proven: a cleverer read may go under both rows, so a `past traffic` close to its target says
+/// little. The traffic columns say how far the asks take the same bytes under each floor.
+fn targets_table(cases: &[(String, (u32, u32), Input)], get: &dyn Fn(usize, &str) -> f64) {
+    let ran = |v: f64| v < f64::MAX;
+    // `value` against `target` (`at_most`: value ≤ target, else ≥); `past`: the traffic rules it out.
+    let cell = |value: f64, target: f64, at_most: bool, past: bool| {
+        if !value.is_finite() || value <= 0.0 {
+            return "–".to_string();
+        }
+        let met = if at_most { value <= target } else { value >= target };
+        let word = match (met, past) {
+            (true, _) => "met",
+            (false, true) => "past traffic",
+            (false, false) => "open",
+        };
+        format!("{word} {value:.2}")
+    };
+    let by = |a: f64, b: f64| if ran(a) && ran(b) { a / b } else { f64::NAN };
+    // `allowed` (the most time the target leaves) under `traffic`.
+    let under = |allowed: f64, traffic: f64| ran(traffic) && allowed.is_finite() && allowed < traffic;
+    println!();
+    println!("| input | frames | uint8 ≤ 1.5× floor | float32 ≤ 1.3× uint8 | 2 threads ≥ 1.6× | libyuv / uint8 ≥ 1 | libyuv / AVX2 level ≥ 1 | area ≤ 2× bilinear | antialias ≤ 2× bilinear | fir Box / area ≥ 3 | fir Bilinear / antialias ≥ 3 | traffic / floor | float32 traffic / uint8 | every-row traffic / every-row floor |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---:|---:|---:|");
+    for (k, (format, (w, h), input)) in cases.iter().enumerate() {
+        if *input == Input::Hot {
+            continue;
+        }
+        let (u8_ms, floor) = (get(k, "edgefirsttensor uint8"), get(k, "floor: read the filter's"));
+        let (area, aa) = (get(k, "uint8 area"), get(k, "uint8 bilinear-antialias"));
+        let (fir_box, fir_bilinear) = (get(k, "Convolution(Box)"), get(k, "Convolution(Bilinear)"));
+        // The bytes' own time: the faster of the plain and the asked-ahead reads.
+        let f32_traffic = get(k, "float32 traffic").min(get(k, "float32 floor"));
+        let every = get(k, "every-row traffic").min(get(k, "every-row floor"));
+        let u8_ok = ran(u8_ms);
+        println!(
+            "| {format} {w}×{h} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            input.name(),
+            cell(by(u8_ms, floor), 1.5, true, false),
+            cell(
+                by(get(k, "edgefirsttensor float32"), u8_ms),
+                1.3,
+                true,
+                u8_ok && under(1.3 * u8_ms, f32_traffic)
+            ),
+            cell(by(u8_ms, get(k, "n-threads=2")), 1.6, false, false),
+            cell(by(get(k, "libyuv"), u8_ms), 1.0, false, false),
+            cell(by(get(k, "libyuv"), get(k, "AVX2 level")), 1.0, false, false),
+            cell(by(area, u8_ms), 2.0, true, u8_ok && under(2.0 * u8_ms, every)),
+            cell(by(aa, u8_ms), 2.0, true, u8_ok && under(2.0 * u8_ms, every)),
+            cell(by(fir_box, area), 3.0, false, ran(fir_box) && under(fir_box / 3.0, every)),
+            cell(by(fir_bilinear, aa), 3.0, false, ran(fir_bilinear) && under(fir_bilinear / 3.0, every)),
+            ratio(get(k, "bilinear traffic"), floor),
+            ratio(get(k, "float32 traffic"), u8_ms),
+            ratio(get(k, "every-row traffic"), get(k, "every-row floor")),
+        );
+    }
 }
 
 /// The resampling presets against bilinear and against the fast_image_resize chains that match
@@ -426,9 +513,9 @@ fn resampling_tables(
     psnrs: &[Vec<(String, f64, &str)>],
 ) {
     println!();
-    // The every-row floor is what a filter as wide as the downscale cannot go under on one core:
-    // where it is over twice bilinear, or a third of a fast_image_resize chain is under it, that
-    // target is past the bytes' own cost on this machine.
+    // The every-row floor: what reading every row with plain loads and writing the output costs.
+    // Not a bound on 32 rotating frames: RGBA `area`, which reads every row too, takes less
+    // (its blocks ask for the next rows' lines; the floor's loads wait on each row's first ones).
     println!("| input | frames | bilinear | area | bilinear-antialias | every-row floor | area / bilinear | antialias / bilinear | every-row floor / bilinear | fir Box / area | fir Bilinear / antialias | fir Box / every-row floor | fir Bilinear / every-row floor |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (k, (format, (w, h), input)) in cases.iter().enumerate() {
