@@ -39,7 +39,7 @@ step "the C library: the conformance table from Rust, C and Python (ctypes), res
 capi_lib=$root/target/debug
 gcc -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Itensor-capi/include -o target/conformance_c \
   tests/c/conformance.c -L"$capi_lib" -ledgefirst_tensor -Wl,-rpath,"$capi_lib"
-EDGEFIRST_CONFORMANCE_OUT=$root/target/conformance-rust.txt cargo test -q -p edgefirst-tensor-capi --test conformance
+EDGEFIRST_CONFORMANCE_OUT=$root/target/conformance-rust.txt cargo test -q -p edgefirst-tensor-capi --lib conformance
 target/conformance_c tests/conformance/cases.txt > target/conformance-c.txt
 /usr/bin/python3 tests/python/conformance.py "$capi_lib/libedgefirst_tensor.so" tests/conformance/cases.txt \
   > target/conformance-python.txt

@@ -600,3 +600,6 @@ pub extern "C" fn ef_tensor_free(t: ef_tensor) -> c_int {
         Ok(())
     })
 }
+
+#[cfg(test)]
+mod conformance;

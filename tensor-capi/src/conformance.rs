@@ -2,7 +2,7 @@
 //! C and Python runners print the same lines; the test command compares all three. Here each
 //! result must also equal the table's expected column.
 
-use edgefirst_tensor::*;
+use crate::*;
 use std::ffi::CStr;
 
 fn status(code: i32) -> String {
