@@ -257,6 +257,20 @@ impl Reference {
         Reference::EveryRowTraffic,
     ];
 
+    /// What a floor or traffic row reads and writes (`refs::Bytes`); `None` for the others.
+    fn bytes(self) -> Option<Bytes> {
+        let b = |every_row, float32, asked| Some(Bytes { every_row, float32, asked });
+        match self {
+            Reference::Floor => b(false, false, false),
+            Reference::EveryRow => b(true, false, false),
+            Reference::Float32Floor => b(false, true, false),
+            Reference::Traffic => b(false, false, true),
+            Reference::Float32Traffic => b(false, true, true),
+            Reference::EveryRowTraffic => b(true, false, true),
+            Reference::Memcpy | Reference::Libyuv | Reference::FirBox | Reference::FirBilinear => None,
+        }
+    }
+
     /// The row's name in the tables (the tables find rows by parts of these).
     fn name(self, nv12: bool) -> String {
         match self {
@@ -358,15 +372,14 @@ fn main() {
             match input {
                 Input::Hot => keep(Reference::Memcpy, memcpy_floor(fr.info.size(), OUT * OUT * 3)),
                 Input::Camera(_) => {
-                    keep(Reference::Floor, floor(&fr));
+                    for r in Reference::ALL {
+                        if let Some(b) = r.bytes() {
+                            keep(r, bytes_time(&fr, b));
+                        }
+                    }
                     if format == "NV12" {
                         keep(Reference::Libyuv, libyuv_nv12(&fr));
                     }
-                    keep(Reference::EveryRow, floor_every_row(&fr));
-                    keep(Reference::Float32Floor, floor_float32(&fr));
-                    keep(Reference::Traffic, traffic(&fr));
-                    keep(Reference::Float32Traffic, traffic_float32(&fr));
-                    keep(Reference::EveryRowTraffic, traffic_every_row(&fr));
                 }
             }
             let referenced = format == "NV12" || format == "RGBA";

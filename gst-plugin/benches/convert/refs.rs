@@ -34,63 +34,35 @@ fn rows_read(src_h: usize, dst_h: usize) -> Vec<usize> {
     rows
 }
 
-/// The floor of a camera row: per frame, read every row a bilinear letterbox reads (each plane's
-/// rows at its own subsampling) and write the 640×640×3 output, over the same rotating frames,
-/// mapped once.
-pub(crate) fn floor(frames: &Frames) -> f64 {
-    floor_of(frames, rows_read, OUT * OUT * 3)
+/// What a floor or traffic row reads and writes, over the same rotating frames, mapped once.
+#[derive(Clone, Copy)]
+pub(crate) struct Bytes {
+    /// Every row of every plane, as a filter as wide as a 3× or 2.5× downscale reads them
+    /// (`area`, `bilinear-antialias`); else the rows a bilinear letterbox reads (each plane's at
+    /// its own subsampling), where bilinear at 3× reads one luma row in three.
+    pub every_row: bool,
+    /// The float32 tensor written (four bytes a value: what the store of a float32 output adds
+    /// to a row, whatever computes it); else the uint8 one.
+    pub float32: bool,
+    /// Each line asked for (`prefetcht1`) `TRAFFIC_AHEAD` bytes before it is loaded, across the
+    /// ends of the rows (the next row's first lines while the last ones of this row are read),
+    /// so no load waits for a row's first lines: the traffic rows. Else plain loads: the floors,
+    /// as the issue defined them.
+    pub asked: bool,
 }
 
-/// The same reads with the float32 tensor's bytes written (four a value): what the store of a
-/// float32 output adds to a row, whatever computes it.
-pub(crate) fn floor_float32(frames: &Frames) -> f64 {
-    floor_of(frames, rows_read, OUT * OUT * 3 * 4)
-}
-
-/// The floor of a multi-tap filter's row at a 3× or 2.5× downscale (`area`, `bilinear-antialias`:
-/// a filter as wide as the downscale reads every source row of the picture, where bilinear at 3×
-/// reads one luma row in three): read every row of every plane once and write the output, over
-/// the same rotating frames.
-pub(crate) fn floor_every_row(frames: &Frames) -> f64 {
-    floor_of(frames, |ph, _| (0..ph).collect(), OUT * OUT * 3)
-}
-
-/// Per frame, read rows `rows(plane height, content height)` of each plane (whole rows, a 64-byte
-/// line at a time, summed so the loads are not dropped) and fill the output tensor.
-fn floor_of(frames: &Frames, rows: impl Fn(usize, usize) -> Vec<usize>, out_bytes: usize) -> f64 {
-    reads_and_writes(frames, rows, out_bytes, None)
-}
-
-/// How far ahead of its loads the traffic rows ask for lines: 1 KiB measured fastest of 1, 4 and
+/// How far ahead of its loads a traffic row asks for lines: 1 KiB measured fastest of 1, 4 and
 /// 16 KiB for a whole RGBA frame read from 32 rotating frames here (0.51 ms, 0.59 with no asks).
 const TRAFFIC_AHEAD: usize = 1024;
 
-/// The traffic of a camera row: the floor's reads and writes (the filter's rows, the uint8
-/// tensor) as `traffic_of` does them.
-pub(crate) fn traffic(frames: &Frames) -> f64 {
-    traffic_of(frames, rows_read, OUT * OUT * 3)
-}
-
-/// The float32 traffic of a camera row: the filter's rows read as `traffic_of` reads them and the
-/// float32 tensor written. What a float32 frame costs with no arithmetic at all.
-pub(crate) fn traffic_float32(frames: &Frames) -> f64 {
-    traffic_of(frames, rows_read, OUT * OUT * 3 * 4)
-}
-
-/// The every-row traffic: every row of every plane read as `traffic_of` reads them and the
-/// output written. What `area` or `bilinear-antialias` at 3× or 2.5× costs with no arithmetic.
-pub(crate) fn traffic_every_row(frames: &Frames) -> f64 {
-    traffic_of(frames, |ph, _| (0..ph).collect(), OUT * OUT * 3)
-}
-
-/// `floor_of`'s reads and writes done as fast as this machine was found to do them: each line
-/// asked for (`prefetcht1`) `TRAFFIC_AHEAD` bytes before it is loaded, across the ends of the
-/// rows (the next row's first lines while the last ones of this row are read), so no load waits
-/// for a row's first lines as the floors' plain loads do. The floors stay as the issue defined
-/// them; these rows are what a target is held against when it asks for less than the bytes' own
-/// time.
-fn traffic_of(frames: &Frames, rows: impl Fn(usize, usize) -> Vec<usize>, out_bytes: usize) -> f64 {
-    reads_and_writes(frames, rows, out_bytes, Some(TRAFFIC_AHEAD))
+/// ms a frame to read and write `b`'s bytes with no arithmetic: a floor or traffic row.
+pub(crate) fn bytes_time(frames: &Frames, b: Bytes) -> f64 {
+    let rows = |ph: usize, content_h: usize| match b.every_row {
+        true => (0..ph).collect(),
+        false => rows_read(ph, content_h),
+    };
+    let out_bytes = OUT * OUT * 3 * if b.float32 { 4 } else { 1 };
+    reads_and_writes(frames, rows, out_bytes, b.asked.then_some(TRAFFIC_AHEAD))
 }
 
 /// Per frame, the rows `rows(plane height, content height)` of every plane read whole (two 32-byte
