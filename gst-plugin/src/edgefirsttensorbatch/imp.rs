@@ -5,7 +5,7 @@ use crate::edgefirsttensor::frame;
 use crate::meta::{dtype_code, TensorInfo, TensorMeta};
 use crate::model::{self, ModelLayout, Settings};
 use crate::video::pixel_format;
-use edgefirst_tensor::convert::{ConvertSpec, Converter, DstLayout, SrcImage};
+use edgefirst_tensor::convert::{ConvertSpec, Converter, DstLayout, SrcImage, Workers};
 use edgefirst_tensor::preprocess::{Colorimetry, FitMode};
 use edgefirst_tensor::{byte_strides, PixelFormat, PixelLayout, StrideSpec, TensorDyn};
 use gst::glib;
@@ -14,7 +14,7 @@ use gst::subclass::prelude::*;
 use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -84,6 +84,10 @@ struct State {
     next: Option<gst::ClockTime>,
     /// One frame at the negotiated rate.
     frame: gst::ClockTime,
+    /// The threads the slots are converted on (`n-threads` bands, the aggregator's own thread
+    /// the first), started once and kept: spawned per batch, they cost a share of every batch
+    /// and started cold.
+    workers: Option<Workers>,
 }
 
 #[derive(Default)]
@@ -373,6 +377,7 @@ impl AggregatorImpl for EdgeFirstTensorBatch {
             let _ = out.pool.set_active(false);
         }
         st.sources.clear();
+        st.workers = None;
         Ok(())
     }
 
@@ -531,41 +536,35 @@ impl AggregatorImpl for EdgeFirstTensorBatch {
             let b = outbuf.get_mut().expect("a fresh pool buffer");
             let mut map = b.map_writable().map_err(|_| self.fail("cannot map the batch buffer".into()))?;
             let slots: Vec<&mut [u8]> = map.chunks_mut(slot_bytes).take(n).collect();
-            // Slots converted on up to n-threads threads, a share of the slots each.
+            // Slots converted on up to n-threads threads, each taking the next slot left.
             let threads = (settings.model.n_threads as usize).clamp(1, n);
-            let mut work: Vec<SlotWork<'_>> = slots
+            if st.workers.as_ref().is_none_or(|w| w.bands() != threads) {
+                st.workers = None;
+                let started = Workers::new(threads)
+                    .map_err(|e| self.fail(format!("cannot start {threads} conversion threads: {e}")))?;
+                st.workers = Some(started);
+            }
+            let work: Vec<Mutex<Option<SlotWork<'_>>>> = slots
                 .into_iter()
                 .enumerate()
-                .map(|(i, s)| (i, s, frames[i].as_ref(), imported[i].as_ref()))
+                .map(|(i, s)| Mutex::new(Some((i, s, frames[i].as_ref(), imported[i].as_ref()))))
                 .collect();
-            let sources = &st.sources;
-            let convert_chunk = |chunk: Vec<SlotWork<'_>>| -> Result<(), String> {
-                for (_, slot, frame, tensor) in chunk {
-                    if let Some((buf, name)) = frame {
-                        convert_into(&sources[name], buf, tensor, slot)?;
-                    }
+            let results: Vec<Mutex<Result<(), String>>> = work.iter().map(|_| Mutex::new(Ok(()))).collect();
+            let (sources, next) = (&st.sources, AtomicUsize::new(0));
+            // Whoever runs a band takes slots until none is left: a worker not yet awake when the
+            // aggregator's thread has taken the last one does nothing (`Workers::run`).
+            st.workers.as_ref().expect("started above").run(&|_band| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(cell) = work.get(i) else { break };
+                let taken = cell.lock().unwrap_or_else(|p| p.into_inner()).take();
+                if let Some((_, slot, Some((buf, name)), tensor)) = taken {
+                    let r = convert_into(&sources[name], buf, tensor, slot);
+                    *results[i].lock().unwrap_or_else(|p| p.into_inner()) = r;
                 }
-                Ok(())
-            };
-            let per = work.len().div_ceil(threads);
-            let mut chunks = Vec::new();
-            while !work.is_empty() {
-                chunks.push(work.drain(..per.min(work.len())).collect::<Vec<_>>());
-            }
-            // The aggregator's own thread takes the last share: one thread spawns nothing.
-            let mine = chunks.pop().unwrap_or_default();
-            let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
-                let handles: Vec<_> =
-                    chunks.into_iter().map(|c| scope.spawn(move || convert_chunk(c))).collect();
-                let own = convert_chunk(mine);
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|_| Err("a slot's conversion panicked".into())))
-                    .chain(std::iter::once(own))
-                    .collect()
             });
+            drop(work);
             for r in results {
-                r.map_err(|e| self.fail(e))?;
+                r.into_inner().unwrap_or_else(|p| p.into_inner()).map_err(|e| self.fail(e))?;
             }
             for i in 0..n {
                 let slot = &mut map[i * slot_bytes..(i + 1) * slot_bytes];

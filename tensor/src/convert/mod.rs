@@ -51,6 +51,7 @@ use plan::{
     MAX_TAPS,
 };
 use std::sync::Mutex;
+pub use workers::Workers;
 
 /// The channels a model takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -50,7 +50,9 @@ struct Shared {
     done: Condvar,
 }
 
-pub(crate) struct Workers {
+/// Threads started once that run one task at a time beside the calling thread: a `Converter`'s
+/// row bands, and a caller's own work split the same way (the batch element's slots).
+pub struct Workers {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -58,7 +60,7 @@ pub(crate) struct Workers {
 impl Workers {
     /// `n` bands in all: the calling thread runs band 0, `n - 1` workers the rest. A thread the
     /// system will not start is an error; the ones already started stop with the pool.
-    pub(crate) fn new(n: usize) -> std::io::Result<Workers> {
+    pub fn new(n: usize) -> std::io::Result<Workers> {
         let shared = Arc::new(Shared {
             job: Mutex::new(Job { open: false, panicked: false, task: None, running: 0, quit: false }),
             generation: AtomicU64::new(0),
@@ -77,7 +79,8 @@ impl Workers {
         Ok(pool)
     }
 
-    pub(crate) fn bands(&self) -> usize {
+    /// The bands a task is run on: the calling thread and the workers.
+    pub fn bands(&self) -> usize {
         self.threads.len() + 1
     }
 
@@ -86,7 +89,7 @@ impl Workers {
     /// whole job whoever runs it (take its work from a shared counter), and a band may not run at
     /// all. A panic in any band is re-raised here, but only after every started worker has
     /// finished with `task`: unwinding earlier would free the closure they are still running.
-    pub(crate) fn run<'a>(&self, task: &'a (dyn Fn(usize) + Sync + 'a)) {
+    pub fn run<'a>(&self, task: &'a (dyn Fn(usize) + Sync + 'a)) {
         if self.threads.is_empty() {
             task(0);
             return;
