@@ -308,7 +308,7 @@ pub fn properties() -> Vec<glib::ParamSpec> {
             .build(),
         glib::ParamSpecUInt::builder("n-threads")
             .nick("Threads")
-            .blurb("Threads converting each frame (rows are split between them)")
+            .blurb("Threads converting: a frame's rows split between them (edgefirsttensorbatch: its slots)")
             .minimum(1)
             .maximum(64)
             .default_value(1)

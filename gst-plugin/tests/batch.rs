@@ -227,11 +227,12 @@ fn the_batch_is_one_pool_memory_a_dmabuf_where_a_heap_exists() {
 fn roi_mode_crops_each_region_into_its_own_slot() {
     let regions = [(7, (10u32, 20u32, 100u32, 80u32)), (9, (200, 40, 64, 150))];
     let source = "videotestsrc num-buffers=2 pattern=smpte ! video/x-raw,format=NV12,width=320,height=240";
-    for fixed in [false, true] {
+    // Fixed regions and a detector's, on one thread and on a band a slot.
+    for (fixed, threads) in [(false, 1), (true, 1), (false, 3)] {
         init();
         let rois = if fixed { "rois=\"10,20,100,80;200,40,64,150\"" } else { "" };
         let p = gst::parse::launch(&format!(
-            "edgefirsttensorbatch name=b {MODEL} max-rois=3 {rois} ! appsink name=sink sync=false \
+            "edgefirsttensorbatch name=b {MODEL} max-rois=3 {rois} n-threads={threads} ! appsink name=sink sync=false \
              {source} ! identity name=detector ! b.sink_0"
         ))
         .unwrap();

@@ -62,9 +62,6 @@ struct Source {
 /// Imported camera buffers kept per source (a driver's queue is 4-8 buffers).
 const SOURCE_CACHE: usize = 16;
 
-/// A slot to convert: its index, its bytes, and its frame with the pad it came from.
-type SlotWork<'a> = (usize, &'a mut [u8], Option<&'a (gst::Buffer, String)>, Option<&'a TensorDyn>);
-
 /// What the negotiated output is.
 struct Output {
     n: usize,
@@ -501,7 +498,9 @@ impl AggregatorImpl for EdgeFirstTensorBatch {
                 self.source_for(&mut st.sources, pad, &model, &slot_layout).map_err(|e| self.fail(e))?;
             let tensor = checked_import(src, &frame).map_err(|e| self.fail(e))?;
             let (info, format) = (src.info.clone(), src.format);
-            let outbuf = roi_batch(&settings, &model, out, &info, format, &frame, tensor.as_ref())
+            let workers =
+                kept_workers(&mut st.workers, settings.model.n_threads, n).map_err(|e| self.fail(e))?;
+            let outbuf = roi_batch(&settings, &model, out, workers, &info, format, &frame, tensor.as_ref())
                 .map_err(|e| self.fail(e))?;
             st.next = frame.pts().map(|t| t + st.frame);
             drop(pads);
@@ -535,37 +534,16 @@ impl AggregatorImpl for EdgeFirstTensorBatch {
         {
             let b = outbuf.get_mut().expect("a fresh pool buffer");
             let mut map = b.map_writable().map_err(|_| self.fail("cannot map the batch buffer".into()))?;
-            let slots: Vec<&mut [u8]> = map.chunks_mut(slot_bytes).take(n).collect();
-            // Slots converted on up to n-threads threads, each taking the next slot left.
-            let threads = (settings.model.n_threads as usize).clamp(1, n);
-            if st.workers.as_ref().is_none_or(|w| w.bands() != threads) {
-                st.workers = None;
-                let started = Workers::new(threads)
-                    .map_err(|e| self.fail(format!("cannot start {threads} conversion threads: {e}")))?;
-                st.workers = Some(started);
-            }
-            let work: Vec<Mutex<Option<SlotWork<'_>>>> = slots
-                .into_iter()
-                .enumerate()
-                .map(|(i, s)| Mutex::new(Some((i, s, frames[i].as_ref(), imported[i].as_ref()))))
-                .collect();
-            let results: Vec<Mutex<Result<(), String>>> = work.iter().map(|_| Mutex::new(Ok(()))).collect();
-            let (sources, next) = (&st.sources, AtomicUsize::new(0));
-            // Whoever runs a band takes slots until none is left: a worker not yet awake when the
-            // aggregator's thread has taken the last one does nothing (`Workers::run`).
-            st.workers.as_ref().expect("started above").run(&|_band| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(cell) = work.get(i) else { break };
-                let taken = cell.lock().unwrap_or_else(|p| p.into_inner()).take();
-                if let Some((_, slot, Some((buf, name)), tensor)) = taken {
-                    let r = convert_into(&sources[name], buf, tensor, slot);
-                    *results[i].lock().unwrap_or_else(|p| p.into_inner()) = r;
-                }
-            });
-            drop(work);
-            for r in results {
-                r.into_inner().unwrap_or_else(|p| p.into_inner()).map_err(|e| self.fail(e))?;
-            }
+            let workers =
+                kept_workers(&mut st.workers, settings.model.n_threads, n).map_err(|e| self.fail(e))?;
+            let sources = &st.sources;
+            let work: Vec<_> = map.chunks_mut(slot_bytes).take(n).zip(frames.iter().zip(&imported)).collect();
+            each_slot(workers, work, |(slot, (frame, tensor))| match frame {
+                Some((buf, name)) => convert_into(&sources[name], buf, tensor.as_ref(), slot),
+                None => Ok(()),
+            })
+            .into_iter()
+            .try_for_each(|r| r.map_err(|e| self.fail(e)))?;
             for i in 0..n {
                 let slot = &mut map[i * slot_bytes..(i + 1) * slot_bytes];
                 let pad = pads.get(i);
@@ -636,6 +614,41 @@ fn convert_into(
     src.converter.convert(&image, slot).map_err(|e| format!("conversion failed: {e}"))
 }
 
+/// The element's slot threads for `n_threads` (at most one band a slot), started on first use and
+/// kept while the count stays: spawned per batch, they cost a share of every batch and started
+/// cold (n-threads=2 took as long as one thread; docs/benchmarks.md, twenty-fifth session).
+fn kept_workers(kept: &mut Option<Workers>, n_threads: u32, slots: usize) -> Result<&Workers, String> {
+    let bands = (n_threads as usize).clamp(1, slots.max(1));
+    if kept.as_ref().is_none_or(|w| w.bands() != bands) {
+        *kept = None;
+        let started =
+            Workers::new(bands).map_err(|e| format!("cannot start {bands} conversion threads: {e}"))?;
+        *kept = Some(started);
+    }
+    Ok(kept.as_ref().expect("started above"))
+}
+
+/// `make(work[i])` for every `i`, once each, on the workers' bands: whoever runs a band takes the
+/// next item left, so a worker not yet awake when the aggregator's thread has taken the last one
+/// does nothing (`Workers::run`). The results in `work`'s order.
+fn each_slot<W: Send, R: Send>(workers: &Workers, work: Vec<W>, make: impl Fn(W) -> R + Sync) -> Vec<R> {
+    let cells: Vec<Mutex<Option<W>>> = work.into_iter().map(|w| Mutex::new(Some(w))).collect();
+    let results: Vec<Mutex<Option<R>>> = cells.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    workers.run(&|_band| loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(cell) = cells.get(i) else { break };
+        if let Some(w) = cell.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let r = make(w);
+            *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.into_inner().unwrap_or_else(|p| p.into_inner()).expect("every item taken once"))
+        .collect()
+}
+
 /// A frame checked and imported through its source's cache (`frame::checked_import`).
 fn checked_import(src: &mut Source, buf: &gst::Buffer) -> Result<Option<TensorDyn>, String> {
     frame::checked_import(buf, &src.info, src.format, &mut src.cache, &mut src.types).map(|(_, t)| t)
@@ -643,10 +656,12 @@ fn checked_import(src: &mut Source, buf: &gst::Buffer) -> Result<Option<TensorDy
 
 /// ROI mode: each region of the frame (its GstVideoRegionOfInterestMetas, or the fixed `rois`)
 /// cropped, fitted and converted into its own slot; the slots past the regions filled.
+#[allow(clippy::too_many_arguments)]
 fn roi_batch(
     settings: &BatchSettings,
     model: &Settings,
     out: &Output,
+    workers: &Workers,
     info: &gst_video::VideoInfo,
     format: PixelFormat,
     frame: &gst::Buffer,
@@ -686,13 +701,12 @@ fn roi_batch(
         let planes = frame::Planes::of(tensor, frame.as_ref(), info)?;
         let image = SrcImage { format, width: fw, height: fh, planes: planes.get(format.num_planes())? };
         let spec = model.spec_for(info);
-        for i in 0..out.n {
-            let slot = &mut map[i * slot_bytes..(i + 1) * slot_bytes];
-            let mut s = BatchSlot {
-                source: i as u32,
-                pts: frame.pts().map_or(u64::MAX, |t| t.nseconds()),
-                ..Default::default()
-            };
+        let pts = frame.pts().map_or(u64::MAX, |t| t.nseconds());
+        // Each region's converter is made for this frame (a detector's boxes move), on the band
+        // that converts it.
+        let slots: Vec<_> = map.chunks_mut(slot_bytes).take(out.n).enumerate().collect();
+        let made: Vec<Result<BatchSlot, String>> = each_slot(workers, slots, |(i, slot)| {
+            let mut s = BatchSlot { source: i as u32, pts, ..Default::default() };
             match rois.get(i) {
                 Some((id, r)) => {
                     let spec = ConvertSpec { source_region: Some(*r), ..spec };
@@ -707,7 +721,10 @@ fn roi_batch(
                     s.flags = SLOT_FILLED;
                 }
             }
-            binfo.slots[i] = s;
+            Ok(s)
+        });
+        for (i, s) in made.into_iter().enumerate() {
+            binfo.slots[i] = s?;
         }
     }
     let b = outbuf.get_mut().expect("a fresh pool buffer");
