@@ -630,16 +630,22 @@ fn kept_workers(kept: &mut Option<Workers>, n_threads: u32, slots: usize) -> Res
 
 /// `make(work[i])` for every `i`, once each, on the workers' bands: whoever runs a band takes the
 /// next item left, so a worker not yet awake when the aggregator's thread has taken the last one
-/// does nothing (`Workers::run`). The results in `work`'s order.
-fn each_slot<W: Send, R: Send>(workers: &Workers, work: Vec<W>, make: impl Fn(W) -> R + Sync) -> Vec<R> {
+/// does nothing (`Workers::run`). The results in `work`'s order; one that panicked is an error
+/// like any other (posted by the element), not a panic through the aggregator.
+fn each_slot<W: Send, R: Send>(
+    workers: &Workers,
+    work: Vec<W>,
+    make: impl Fn(W) -> Result<R, String> + Sync,
+) -> Vec<Result<R, String>> {
     let cells: Vec<Mutex<Option<W>>> = work.into_iter().map(|w| Mutex::new(Some(w))).collect();
-    let results: Vec<Mutex<Option<R>>> = cells.iter().map(|_| Mutex::new(None)).collect();
+    let results: Vec<Mutex<Option<Result<R, String>>>> = cells.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     workers.run(&|_band| loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(cell) = cells.get(i) else { break };
         if let Some(w) = cell.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            let r = make(w);
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| make(w)))
+                .unwrap_or_else(|_| Err(format!("slot {i}: its conversion panicked")));
             *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
         }
     });
@@ -705,7 +711,7 @@ fn roi_batch(
         // Each region's converter is made for this frame (a detector's boxes move), on the band
         // that converts it.
         let slots: Vec<_> = map.chunks_mut(slot_bytes).take(out.n).enumerate().collect();
-        let made: Vec<Result<BatchSlot, String>> = each_slot(workers, slots, |(i, slot)| {
+        let made = each_slot(workers, slots, |(i, slot)| {
             let mut s = BatchSlot { source: i as u32, pts, ..Default::default() };
             match rois.get(i) {
                 Some((id, r)) => {
