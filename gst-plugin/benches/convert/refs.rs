@@ -51,8 +51,9 @@ pub(crate) struct Bytes {
     pub asked: bool,
 }
 
-/// How far ahead of its loads a traffic row asks for lines: 1 KiB measured fastest of 1, 4 and
-/// 16 KiB for a whole RGBA frame read from 32 rotating frames here (0.51 ms, 0.59 with no asks).
+/// How far ahead of its loads a traffic row asks for lines: 1 KiB was the fastest of 1, 4 and
+/// 16 KiB for a C loop over a whole RGBA frame, 32 rotating frames, here (fastest single frames
+/// 0.47–0.53 ms, 0.52–0.59 with no asks).
 const TRAFFIC_AHEAD: usize = 1024;
 
 /// ms a frame to read and write `b`'s bytes with no arithmetic: a floor or traffic row.
