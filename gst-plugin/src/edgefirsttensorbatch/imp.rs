@@ -82,8 +82,7 @@ struct State {
     /// One frame at the negotiated rate.
     frame: gst::ClockTime,
     /// The threads the slots are converted on (`n-threads` bands, the aggregator's own thread
-    /// the first), started once and kept: spawned per batch, they cost a share of every batch
-    /// and started cold.
+    /// the first; `kept_workers`).
     workers: Option<Workers>,
 }
 
