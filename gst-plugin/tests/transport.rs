@@ -214,6 +214,9 @@ fn two_consumers_get_the_producers_bytes_caps_meta_over_the_same_object() {
                 .expect("a frame the producer sent");
             check_same(&mine, &theirs);
             let m = b.peek_memory(0);
+            assert!(m.flags().contains(gst::MemoryFlags::READONLY), "a lent tensor is read-only");
+            b.copy().make_mut().map_writable().unwrap()[0] ^= 0xff;
+            assert_eq!(seen(b).hash, mine.hash, "a writer gets a copy of its own");
             let dmabuf = m.downcast_memory_ref::<gst_allocators::DmaBufMemory>().is_some();
             assert_eq!(
                 dmabuf,

@@ -505,3 +505,70 @@ fn vector_levels_take_their_kernels() {
         }
     }
 }
+
+/// `convert_picture` writes exactly the picture's bytes, those `convert` writes there, and no
+/// byte of the padding around it: letterboxed wide (padding rows) and tall (padding columns),
+/// every filter, hwc and chw, uint8 and float32, one and two threads, at every level. Over a
+/// destination that holds another frame's full conversion it gives this frame's full one.
+#[test]
+fn convert_picture_leaves_the_padding_and_writes_the_picture() {
+    let levels = levels();
+    assert_vector_levels_tested(&levels);
+    let (mut checked, mut failures) = (0, Vec::new());
+    for (format, (w, h)) in
+        [(PixelFormat::Nv12, (62, 30)), (PixelFormat::Yuy2, (40, 58)), (PixelFormat::Rgba, (61, 29))]
+    {
+        let (one, two) = (Frame::random(format, w, h, 71), Frame::random(format, w, h, 72));
+        for interpolation in [Interpolation::Bilinear, Interpolation::Area, Interpolation::BilinearAntialias]
+        {
+            for (dtype, chw) in [(DType::U8, false), (DType::U8, true), (DType::F32, false)] {
+                for threads in [1, 2] {
+                    let dst = DstLayout::dense(24, 24, Colorspace::Rgb, chw, dtype);
+                    let spec = ConvertSpec { interpolation, fill: [9, 99, 199, 255], ..Default::default() };
+                    let mut conv = Converter::new(format, w, h, dst, &spec, threads).unwrap();
+                    let rect = conv.content().rect;
+                    assert!(rect.width * rect.height < 24 * 24, "{format:?}: the test needs padding");
+                    // Which destination bytes are the picture's.
+                    let (esz, nc) = (dtype.size(), 3);
+                    let picture = |at: usize| {
+                        let (plane, rest) =
+                            if chw { (at / dst.plane_stride, at % dst.plane_stride) } else { (0, at) };
+                        let (y, x) =
+                            (rest / dst.row_stride, rest % dst.row_stride / if chw { esz } else { nc * esz });
+                        plane < nc
+                            && (rect.y..rect.y + rect.height).contains(&y)
+                            && (rect.x..rect.x + rect.width).contains(&x)
+                    };
+                    for &level in &levels {
+                        conv.set_simd(level);
+                        let case = format!(
+                            "{format:?} {interpolation:?} {dtype:?} chw={chw} threads={threads} {level:?}"
+                        );
+                        let full = |frame: &Frame| {
+                            let mut out = vec![0u8; dst.bytes()];
+                            conv.convert(&frame.image(), &mut out).unwrap();
+                            out
+                        };
+                        let (full_one, full_two) = (full(&one), full(&two));
+                        let mut out = vec![0xa5u8; dst.bytes()];
+                        conv.convert_picture(&one.image(), &mut out).unwrap();
+                        let wrong =
+                            (0..out.len()).find(|&i| out[i] != if picture(i) { full_one[i] } else { 0xa5 });
+                        if let Some(i) = wrong {
+                            failures.push(format!("{case}: byte {i} (picture: {})", picture(i)));
+                        }
+                        let mut out = full_one.clone();
+                        conv.convert_picture(&two.image(), &mut out).unwrap();
+                        if out != full_two {
+                            failures.push(format!("{case}: over the last frame's tensor"));
+                        }
+                        assert_ne!(full_one, full_two, "{case}: two frames that differ");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {checked}:\n{}", failures.len(), failures.join("\n"));
+    assert!(checked >= 3 * 3 * 3 * 2 * levels.len());
+}

@@ -12,7 +12,7 @@ build_tests() {
   { cargo test --features edgefirst-tensor/kernel-tests -p edgefirst-tensor \
       --test kernel_dma --test kernel_image --test memory --test image --no-run --message-format=json
     cargo test --features gstedgefirst/kernel-tests -p gstedgefirst \
-      --test kernel_v4l2 --test pool --test fd_leak --test reliability --test camera_path --test batch --test transport --no-run --message-format=json
+      --test kernel_v4l2 --test pool --test fd_leak --test reliability --test camera_path --test padding --test batch --test transport --no-run --message-format=json
   } 2>/dev/null |
     python3 -c '
 import json, sys
@@ -24,7 +24,7 @@ for line in sys.stdin:
 mapfile -t bins < <(build_tests)
 cargo build -q -p gstedgefirst --example pool-roundtrip
 example=$root/target/debug/examples/pool-roundtrip
-[ ${#bins[@]} -ge 11 ] || { echo "kernel lane: could not build the test binaries" >&2; exit 1; }
+[ ${#bins[@]} -ge 12 ] || { echo "kernel lane: could not build the test binaries" >&2; exit 1; }
 
 # The guest runs on this machine's root: a registry scanned here saves it a slow plugin scan
 # under emulation.

@@ -5,6 +5,7 @@ use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_allocators::prelude::*;
 use gst_allocators::subclass::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -20,6 +21,8 @@ static HEAP_QUARK: LazyLock<glib::Quark> = LazyLock::new(|| glib::Quark::from_st
 #[derive(Default)]
 pub struct DmaBufAllocator {
     cpu_access: Mutex<CpuAccessMode>,
+    /// Its map functions drop a memory's padding mark on a write (`padding::watch_writes`).
+    watched: AtomicBool,
 }
 
 #[glib::object_subclass]
@@ -30,6 +33,14 @@ impl ObjectSubclass for DmaBufAllocator {
 }
 
 impl ObjectImpl for DmaBufAllocator {
+    fn constructed(&self) {
+        self.parent_constructed();
+        let raw = self.obj().as_ptr() as *mut gst::ffi::GstAllocator;
+        // The parent's instance init has set the map functions; no memory exists yet.
+        let watched = unsafe { super::padding::watch_writes(raw) };
+        self.watched.store(watched, Ordering::Release);
+    }
+
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPS: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
             vec![glib::ParamSpecEnum::builder_with_default("cpu-access", CpuAccessMode::ReadWrite)
@@ -124,4 +135,9 @@ pub(super) fn heap_of(memory: &gst::MemoryRef) -> Option<&'static str> {
         )
     } as usize;
     tag.checked_sub(1).and_then(|i| HEAPS.get(i).copied())
+}
+
+/// Whether `allocator`'s writes are watched (`padding`).
+pub(super) fn watched(allocator: &super::DmaBufAllocator) -> bool {
+    allocator.imp().watched.load(Ordering::Acquire)
 }

@@ -3,6 +3,7 @@
 //! Registered as `edgefirstdmabuf`, so any app finds it with `gst_allocator_find`.
 
 mod imp;
+pub(crate) mod padding;
 
 use edgefirst_tensor::CpuAccess;
 use gst::glib;

@@ -1,5 +1,6 @@
 use super::frame::{self, BufferLayout};
 use super::ModelLayout;
+use crate::allocator::padding;
 use crate::caps::{TensorCaps, TENSORS_MEDIA_TYPE};
 use crate::import_cache::ImportCache;
 use crate::meta::{dtype_code, TensorInfo, TensorMeta};
@@ -621,15 +622,36 @@ impl BaseTransformImpl for EdgeFirstTensor {
                 return Err(gst::FlowError::Error);
             }
         }
-        {
-            let mut map = outbuf.map_writable().map_err(|_| {
-                gst::element_imp_error!(self, gst::CoreError::Failed, ["cannot map the output buffer"]);
-                gst::FlowError::Error
-            })?;
-            conv.convert(&src, &mut map).map_err(|e| {
-                gst::element_imp_error!(self, gst::StreamError::Format, ["conversion failed: {}", e]);
-                gst::FlowError::Error
-            })?;
+        let cannot_map = || {
+            gst::element_imp_error!(self, gst::CoreError::Failed, ["cannot map the output buffer"]);
+            gst::FlowError::Error
+        };
+        let failed = |e: edgefirst_tensor::Error| {
+            gst::element_imp_error!(self, gst::StreamError::Format, ["conversion failed: {}", e]);
+            gst::FlowError::Error
+        };
+        // One memory of our allocator, ours alone: when it still holds this converter's padding
+        // (written by it, mapped for writing by nobody since), only the picture is written.
+        let mark =
+            (outbuf.n_memory() == 1).then(|| padding::mark_for(outbuf.peek_memory(0), conv.id())).flatten();
+        match mark.and_then(|mark| Some((mark, outbuf.peek_memory_mut(0).ok()?))) {
+            Some((mark, mem)) => {
+                let kept = padding::is_marked(mem, mark);
+                {
+                    let mut map = mem.map_writable().map_err(|_| cannot_map())?;
+                    match kept {
+                        true => conv.convert_picture(&src, &mut map),
+                        false => conv.convert(&src, &mut map),
+                    }
+                    .map_err(failed)?;
+                }
+                gst::trace!(CAT, imp = self, "padding {}", if kept { "kept" } else { "written" });
+                padding::set_mark(mem, mark);
+            }
+            None => {
+                let mut map = outbuf.map_writable().map_err(|_| cannot_map())?;
+                conv.convert(&src, &mut map).map_err(failed)?;
+            }
         }
         drop(input);
         // A downstream pool's buffer may be larger than the tensor; consumers read its size.

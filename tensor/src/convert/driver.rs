@@ -88,7 +88,7 @@ impl<'a> DirectRows<'a> {
 
 /// Padding pixels `x0..x0 + n` of `rows` consecutive destination rows from `y`: one span per
 /// plane where the rows are contiguous, else one per row.
-fn pad(c: &Converter, dst: SendPtr, y: usize, rows: usize, x0: usize, n: usize) {
+fn padding(c: &Converter, dst: SendPtr, y: usize, rows: usize, x0: usize, n: usize) {
     if n == 0 || rows == 0 {
         return;
     }
@@ -107,7 +107,8 @@ fn pad(c: &Converter, dst: SendPtr, y: usize, rows: usize, x0: usize, n: usize) 
     }
 }
 
-/// Convert destination rows `rows` of `src` into `dst`, with the converter's level.
+/// Convert destination rows `rows` of `src` into `dst`, with the converter's level; their
+/// padding too where `pad`.
 ///
 /// # Safety
 /// `dst` points at `c.dst.bytes()` writable bytes, and no other thread writes these rows.
@@ -117,19 +118,27 @@ pub(super) unsafe fn rows(
     dst: SendPtr,
     rows: Range<usize>,
     s: &mut Scratch,
+    pad: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
     if c.avx2() {
         // Checked once per converter: the CPU has AVX2 and FMA.
-        return unsafe { rows_avx2(c, src, dst, rows, s) };
+        return unsafe { rows_avx2(c, src, dst, rows, s, pad) };
     }
-    rows_generic(c, src, dst, rows, s)
+    rows_generic(c, src, dst, rows, s, pad)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn rows_avx2(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usize>, s: &mut Scratch) {
-    rows_generic(c, src, dst, rows, s)
+unsafe fn rows_avx2(
+    c: &Converter,
+    src: &SrcImage<'_>,
+    dst: SendPtr,
+    rows: Range<usize>,
+    s: &mut Scratch,
+    pad: bool,
+) {
+    rows_generic(c, src, dst, rows, s, pad)
 }
 
 /// Output rows ahead whose source rows are asked for while this one is converted. Measured on 32
@@ -284,7 +293,14 @@ impl Ahead<'_> {
 }
 
 #[inline(always)]
-fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usize>, s: &mut Scratch) {
+fn rows_generic(
+    c: &Converter,
+    src: &SrcImage<'_>,
+    dst: SendPtr,
+    rows: Range<usize>,
+    s: &mut Scratch,
+    pad: bool,
+) {
     let rect = c.content.rect;
     let content = rect.y..rect.y + rect.height;
     // A new frame: no filtered row of the last one is kept.
@@ -292,9 +308,15 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         tags.fill(usize::MAX);
     }
     // Padding rows above and below the picture, each run as one fill.
-    pad(c, dst, rows.start, rows.start.max(content.start).min(rows.end) - rows.start, 0, c.dst.width);
+    let store = pad;
+    let pad = |y, rows, x0, n| {
+        if store {
+            padding(c, dst, y, rows, x0, n)
+        }
+    };
+    pad(rows.start, rows.start.max(content.start).min(rows.end) - rows.start, 0, c.dst.width);
     let below = content.end.max(rows.start).min(rows.end);
-    pad(c, dst, below, rows.end - below, 0, c.dst.width);
+    pad(below, rows.end - below, 0, c.dst.width);
     // PIL's byte ring: the scratch a packed row may take (every level), and at AVX2 and NEON the
     // groups it takes and how YUY2's rows are packed.
     let slot = s.ring.packed_rows.len() / multitap::ROWS_AT_ONCE;
@@ -671,8 +693,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, dst: SendPtr, rows: Range<usi
         let xs = done..rect.width;
         baseline::colour(&c.finish, &s.comps, &mut s.chans, xs.clone());
         baseline::store_content(&c.finish, dst, y, xs, &s.chans, &mut s.bytes);
-        pad(c, dst, y, 1, 0, rect.x);
-        pad(c, dst, y, 1, rect.x + rect.width, c.dst.width - rect.x - rect.width);
+        pad(y, 1, 0, rect.x);
+        pad(y, 1, rect.x + rect.width, c.dst.width - rect.x - rect.width);
     }
 }
 

@@ -30,6 +30,8 @@ mod baseline;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 mod workers;
+// One frame through the plan: the checks, the bands, and whether the padding is stored.
+mod run;
 
 /// Row chunks per band when several threads convert: enough that a late worker's share moves to
 /// the caller in small steps, few enough that a multi-tap filter's refill at each chunk's start
@@ -44,7 +46,7 @@ use crate::preprocess::{
     Region,
 };
 use crate::{Error, Result};
-use finish::{FinishValues, Padding, SendPtr};
+use finish::{FinishValues, Padding};
 use lines::Lines;
 use plan::{
     axis, components, multi_axis, site_shift, weight_pairs, Axis, Comp, Filter, Group, MultiTap, SrcKind,
@@ -292,6 +294,8 @@ pub struct Converter {
     vnni: bool,
     workers: workers::Workers,
     scratch: Vec<Mutex<Scratch>>,
+    /// Unique to this converter in the process (`Converter::id`).
+    id: u64,
 }
 
 impl Converter {
@@ -626,6 +630,7 @@ impl Converter {
             vnni: neon::dotprod(),
             workers,
             scratch,
+            id: run::next_id(),
         };
         conv.tap_max = conv.taps.iter().map(|(a, b)| a.iter().chain(b).copied().max().unwrap_or(0)).collect();
         // Made after the scratch rows: made before, the plans moved where the heap put the rows
@@ -721,68 +726,6 @@ impl Converter {
 
     pub fn threads(&self) -> usize {
         self.workers.bands()
-    }
-
-    /// Convert one frame. The source must have the planned format and size; every plane and the
-    /// destination are checked to hold what the layout says before a byte is touched.
-    pub fn convert(&self, src: &SrcImage<'_>, dst: &mut [u8]) -> Result<()> {
-        if (src.format, src.width, src.height) != (self.format, self.src_w, self.src_h) {
-            return Err(Error::InvalidArgument(format!(
-                "planned for {} {}x{}, given {} {}x{}",
-                self.format.name(),
-                self.src_w,
-                self.src_h,
-                src.format.name(),
-                src.width,
-                src.height
-            )));
-        }
-        for p in 0..self.format.num_planes() {
-            let s = self.format.plane_sampling(p, 1);
-            let (bytes, stride) = src.planes[p];
-            let (rows, row) = (s.rows(src.height), s.row_bytes(src.width));
-            let Some(need) = (rows - 1).checked_mul(stride).and_then(|steps| steps.checked_add(row)) else {
-                return Err(Error::InvalidArgument(format!(
-                    "source plane {p}: {rows} rows of {row} bytes at stride {stride} span more than \
-                     usize::MAX bytes"
-                )));
-            };
-            if stride < row || bytes.len() < need {
-                return Err(Error::BufferTooSmall {
-                    what: format!("source plane {p} ({rows} rows of {row} bytes at stride {stride})"),
-                    needed: need,
-                    available: bytes.len(),
-                });
-            }
-        }
-        if dst.len() < self.dst.bytes() {
-            return Err(Error::BufferTooSmall {
-                what: "the destination tensor".into(),
-                needed: self.dst.bytes(),
-                available: dst.len(),
-            });
-        }
-        let bands = self.workers.bands();
-        let h = self.dst.height;
-        let out = SendPtr(dst.as_mut_ptr());
-        // Rows in chunks taken from a counter, so a worker that wakes late takes fewer of them
-        // instead of the caller waiting for it (workers.rs says what waking costs). One band: one
-        // chunk, as before.
-        let chunks = if bands == 1 { 1 } else { (bands * CHUNKS_PER_BAND).min(h.max(1)) };
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        self.workers.run(&|band| {
-            let mut scratch = self.scratch[band].lock().unwrap();
-            loop {
-                let c = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if c >= chunks {
-                    break;
-                }
-                let (r0, r1) = (h * c / chunks, h * (c + 1) / chunks);
-                // Chunks are disjoint destination rows of a buffer that outlives `run`.
-                unsafe { driver::rows(self, src, out, r0..r1, &mut scratch) };
-            }
-        });
-        Ok(())
     }
 }
 

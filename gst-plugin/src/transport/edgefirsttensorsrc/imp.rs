@@ -369,7 +369,12 @@ impl EdgeFirstTensorSrc {
                 },
             }
             .map_err(|e| format!("memory {i}: {e}"))?;
-            mem.get_mut().expect("new memory").resize(offset..end);
+            let m = mem.get_mut().expect("new memory");
+            m.resize(offset..end);
+            // Lent by the producer and shared with its other consumers: a write here would change
+            // their tensor and the producer's kept padding (`allocator::padding`). Read-only, it
+            // is copied for any element that maps it for writing.
+            unsafe { (*m.as_mut_ptr()).mini_object.flags |= gst::ffi::GST_MEMORY_FLAG_READONLY };
             attach_guard(&mut mem, &guard);
             b.append_memory(mem);
         }
