@@ -49,6 +49,9 @@ pub(crate) struct Bytes {
     /// so no load waits for a row's first lines: the traffic rows. Else plain loads: the floors,
     /// as the issue defined them.
     pub asked: bool,
+    /// Only the picture's rows of the tensor written (a letterbox's content rows, whole): what a
+    /// tensor of the element's pool takes once its padding is kept. Else the whole tensor.
+    pub picture: bool,
 }
 
 /// How far ahead of its loads a traffic row asks for lines: 1 KiB was the fastest of 1, 4 and
@@ -62,7 +65,9 @@ pub(crate) fn bytes_time(frames: &Frames, b: Bytes) -> f64 {
         true => (0..ph).collect(),
         false => rows_read(ph, content_h),
     };
-    let out_bytes = OUT * OUT * 3 * if b.float32 { 4 } else { 1 };
+    let (w, h) = (frames.info.width() as usize, frames.info.height() as usize);
+    let rows_written = if b.picture { OUT * h / w } else { OUT };
+    let out_bytes = rows_written * OUT * 3 * if b.float32 { 4 } else { 1 };
     reads_and_writes(frames, rows, out_bytes, b.asked.then_some(TRAFFIC_AHEAD))
 }
 
