@@ -148,3 +148,101 @@ fn a_tee_branch_that_writes_its_tensors_leaves_the_other_branch_and_the_padding_
     }
     p.set_state(gst::State::Null).unwrap();
 }
+
+/// Frame `k` of a `format` source of `w`×`h`: bytes that differ from frame to frame.
+fn frame_of(format: VideoFormat, w: u32, h: u32, k: u32) -> gst::Buffer {
+    let size = gst_video::VideoInfo::builder(format, w, h).build().unwrap().size();
+    let bytes: Vec<u8> =
+        (0..size as u32).map(|i| (i.wrapping_mul(2246822519).wrapping_add(k * 104729) >> 24) as u8).collect();
+    gst::Buffer::from_slice(bytes)
+}
+
+/// edgefirsttensor alone, fresh (every byte written), on frame `k` of a source: what its slot holds.
+fn fresh_slot(format: VideoFormat, w: u32, h: u32, k: u32) -> Vec<u8> {
+    let mut h_ = harness(&PROPS);
+    h_.set_src_caps(video_caps(format, w, h));
+    bytes(&h_.push_and_pull(frame_of(format, w, h, k)).unwrap())
+}
+
+/// The batch's tensor back from its pool keeps each slot's padding: a wide source (padding rows)
+/// and a tall one (padding columns), every batch equal to the sources converted alone and fresh;
+/// a write through the fd is not seen (so the padding was not written), a write map is.
+#[test]
+fn the_batch_keeps_each_slots_padding_until_the_tensor_is_mapped_for_writing() {
+    init();
+    let sources = [(VideoFormat::Nv12, 128, 72), (VideoFormat::Rgba, 48, 96)];
+    let p = gst::parse::launch(
+        "edgefirsttensorbatch name=b model-width=32 model-height=32 ! \
+         appsink name=sink sync=false enable-last-sample=false \
+         appsrc name=s0 format=time ! b.sink_0 appsrc name=s1 format=time ! b.sink_1",
+    )
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    let srcs: Vec<gst_app::AppSrc> = (0..2)
+        .map(|i| {
+            let s = p.by_name(&format!("s{i}")).unwrap().downcast::<gst_app::AppSrc>().unwrap();
+            let (f, w, h) = sources[i];
+            s.set_caps(Some(&video_caps(f, w, h)));
+            s
+        })
+        .collect();
+    let sink = p.by_name("sink").unwrap().downcast::<gst_app::AppSink>().unwrap();
+    // A write map as an in-place element downstream makes it: on the batch's way out, when its
+    // tensor is `target` (appsink keeps a reference to the last buffer, so the app cannot).
+    let target = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let t = target.clone();
+    p.by_name("b").unwrap().static_pad("src").unwrap().add_probe(
+        gst::PadProbeType::BUFFER,
+        move |_, info| {
+            if let Some(b) = info.buffer_mut() {
+                if b.peek_memory(0).as_ptr() as usize == t.load(std::sync::atomic::Ordering::SeqCst) {
+                    b.get_mut().unwrap().map_writable().unwrap()[..ROW].fill(0xee);
+                    t.store(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            gst::PadProbeReturn::Ok
+        },
+    );
+    p.set_state(gst::State::Playing).unwrap();
+    let slot = 32 * 32 * 3;
+    // The pool may rotate over a few tensors: each step waits for the scribbled one to return.
+    let (mut scribbled, mut write_mapped) = (None, None);
+    let (mut kept_seen, mut written_seen) = (false, false);
+    for k in 0..16u32 {
+        for (s, &(f, w, h)) in srcs.iter().zip(&sources) {
+            let mut b = frame_of(f, w, h, k);
+            b.make_mut().set_pts(gst::ClockTime::from_mseconds(33 * k as u64));
+            s.push_buffer(b).unwrap();
+        }
+        let out = sink.try_pull_sample(gst::ClockTime::from_seconds(10)).unwrap().buffer_owned().unwrap();
+        let got = bytes(&out);
+        let want: Vec<u8> = sources.iter().flat_map(|&(f, w, h)| fresh_slot(f, w, h, k)).collect();
+        assert_eq!(got.len(), 2 * slot);
+        let id = memory_id(&out);
+        let same = |a: &[u8], b: &[u8]| a.len() == b.len() && a == b;
+        if target.load(std::sync::atomic::Ordering::SeqCst) == 1 {
+            // The probe wrote this one's first row on its way out.
+            assert!(same(&got[ROW..], &want[ROW..]), "batch {k}: the frames' bytes");
+            (write_mapped, written_seen) = (Some(id), false);
+            target.store(0, std::sync::atomic::Ordering::SeqCst);
+        } else if scribbled == Some(id) {
+            // The wide source's first padding row, written through the fd: still there.
+            assert!(got[..ROW].iter().all(|&b| b == 0xee), "batch {k}: the padding was not written");
+            assert!(same(&got[ROW..], &want[ROW..]), "batch {k}: the rest is the frames'");
+            (scribbled, kept_seen) = (None, true);
+            target.store(id, std::sync::atomic::Ordering::SeqCst);
+        } else {
+            assert!(same(&got, &want), "batch {k}: the frames' bytes, padding included");
+            if write_mapped == Some(id) {
+                (write_mapped, written_seen) = (None, true);
+            }
+            if k >= 3 && !kept_seen && scribbled.is_none() {
+                scribble_through_the_fd(&out, 0xee, ROW);
+                scribbled = Some(id);
+            }
+        }
+    }
+    assert!(kept_seen && written_seen, "the scribbled tensor came back three times in sixteen batches");
+    p.set_state(gst::State::Null).unwrap();
+}

@@ -98,7 +98,7 @@ unsafe fn forget(mut mem: *mut ffi::GstMemory) {
 
 /// The mark `memory` gets once `converter` (a `Converter::id`) has written all of it; `None`
 /// where its writes are not watched (another allocator's memory, or an unwatched instance).
-pub(crate) fn mark_for(memory: &gst::MemoryRef, converter: u64) -> Option<NonZeroUsize> {
+fn mark_for(memory: &gst::MemoryRef, converter: u64) -> Option<NonZeroUsize> {
     let allocator = memory.allocator()?;
     let ours = allocator.downcast_ref::<super::DmaBufAllocator>()?;
     if !super::imp::watched(ours) {
@@ -117,7 +117,7 @@ pub(crate) fn mark_for(memory: &gst::MemoryRef, converter: u64) -> Option<NonZer
 }
 
 /// Whether `memory` holds `mark` (nobody has mapped it for writing since it was set).
-pub(crate) fn is_marked(memory: &gst::MemoryRef, mark: NonZeroUsize) -> bool {
+fn is_marked(memory: &gst::MemoryRef, mark: NonZeroUsize) -> bool {
     let got = unsafe {
         ffi::gst_mini_object_get_qdata(memory.as_ptr() as *mut ffi::GstMiniObject, QUARK.into_glib())
     };
@@ -125,7 +125,7 @@ pub(crate) fn is_marked(memory: &gst::MemoryRef, mark: NonZeroUsize) -> bool {
 }
 
 /// Mark `memory`: its converter has just written all of it and unmapped it.
-pub(crate) fn set_mark(memory: &gst::MemoryRef, mark: NonZeroUsize) {
+fn set_mark(memory: &gst::MemoryRef, mark: NonZeroUsize) {
     // The value is the mark itself, not a pointer: nothing to free, nothing that could dangle.
     unsafe {
         ffi::gst_mini_object_set_qdata(
@@ -135,4 +135,34 @@ pub(crate) fn set_mark(memory: &gst::MemoryRef, mark: NonZeroUsize) {
             None,
         )
     };
+}
+
+/// `write(bytes, kept)` over `buffer`'s bytes mapped for writing, then the mark of `key` set on its
+/// memory. `kept` is true where the buffer is one memory of this allocator, its own, that holds
+/// `key`'s mark: whoever wrote it last under `key` (a `Converter::id`, or a batch's slots) may
+/// leave what is the same every time. Any other buffer is mapped as GStreamer maps it, with
+/// `kept` false and no mark set. A `write` that fails leaves the memory unmarked.
+pub(crate) fn write_marked<R, E>(
+    buffer: &mut gst::BufferRef,
+    key: u64,
+    cannot_map: impl FnOnce() -> E,
+    write: impl FnOnce(&mut [u8], bool) -> Result<R, E>,
+) -> Result<R, E> {
+    let mark = (buffer.n_memory() == 1).then(|| mark_for(buffer.peek_memory(0), key)).flatten();
+    match mark.and_then(|mark| Some((mark, buffer.peek_memory_mut(0).ok()?))) {
+        Some((mark, memory)) => {
+            let kept = is_marked(memory, mark);
+            // The map drops the mark (a write map); set again once the write is done.
+            let done = {
+                let Ok(mut map) = memory.map_writable() else { return Err(cannot_map()) };
+                write(&mut map, kept)?
+            };
+            set_mark(memory, mark);
+            Ok(done)
+        }
+        None => {
+            let Ok(mut map) = buffer.map_writable() else { return Err(cannot_map()) };
+            write(&mut map, false)
+        }
+    }
 }

@@ -630,29 +630,17 @@ impl BaseTransformImpl for EdgeFirstTensor {
             gst::element_imp_error!(self, gst::StreamError::Format, ["conversion failed: {}", e]);
             gst::FlowError::Error
         };
-        // One memory of our allocator, ours alone: when it still holds this converter's padding
-        // (written by it, mapped for writing by nobody since), only the picture is written.
-        let mark =
-            (outbuf.n_memory() == 1).then(|| padding::mark_for(outbuf.peek_memory(0), conv.id())).flatten();
-        match mark.and_then(|mark| Some((mark, outbuf.peek_memory_mut(0).ok()?))) {
-            Some((mark, mem)) => {
-                let kept = padding::is_marked(mem, mark);
-                {
-                    let mut map = mem.map_writable().map_err(|_| cannot_map())?;
-                    match kept {
-                        true => conv.convert_picture(&src, &mut map),
-                        false => conv.convert(&src, &mut map),
-                    }
-                    .map_err(failed)?;
-                }
-                gst::trace!(CAT, imp = self, "padding {}", if kept { "kept" } else { "written" });
-                padding::set_mark(mem, mark);
+        // A tensor of our allocator still holding this converter's padding (written by it,
+        // mapped for writing by nobody since): only the picture is written.
+        let kept = padding::write_marked(outbuf, conv.id(), cannot_map, |map, kept| {
+            match kept {
+                true => conv.convert_picture(&src, map),
+                false => conv.convert(&src, map),
             }
-            None => {
-                let mut map = outbuf.map_writable().map_err(|_| cannot_map())?;
-                conv.convert(&src, &mut map).map_err(failed)?;
-            }
-        }
+            .map_err(failed)?;
+            Ok(kept)
+        })?;
+        gst::trace!(CAT, imp = self, "padding {}", if kept { "kept" } else { "written" });
         drop(input);
         // A downstream pool's buffer may be larger than the tensor; consumers read its size.
         if outbuf.size() > conv.dst().bytes() {

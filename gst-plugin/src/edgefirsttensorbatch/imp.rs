@@ -1,4 +1,5 @@
 use super::MissingSlot;
+use crate::allocator::padding;
 use crate::batch_meta::{BatchInfo, BatchMeta, BatchSlot, MAX_SLOTS, SLOT_FILLED, SLOT_REPEATED};
 use crate::caps::{model_dims, TensorCaps, TENSORS_MEDIA_TYPE};
 use crate::edgefirsttensor::frame;
@@ -530,15 +531,21 @@ impl AggregatorImpl for EdgeFirstTensorBatch {
         let mut outbuf = out.pool.acquire_buffer(None)?;
         let mut info = BatchInfo { n_slots: n as u32, slot_stride: slot_bytes as u32, ..Default::default() };
         let mut pts = None;
-        {
-            let b = outbuf.get_mut().expect("a fresh pool buffer");
-            let mut map = b.map_writable().map_err(|_| self.fail("cannot map the batch buffer".into()))?;
+        // Each slot's writer: its converter, or none (filled or repeated, written whole). A batch
+        // tensor whose slots were written by the same ones last time keeps their padding.
+        let key = frames.iter().fold(n as u64, |k, f| {
+            let id = f.as_ref().map_or(0, |(_, name)| st.sources[name].converter.id());
+            (k.rotate_left(23) ^ id).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        });
+        let b = outbuf.get_mut().expect("a fresh pool buffer");
+        let cannot_map = || self.fail("cannot map the batch buffer".into());
+        padding::write_marked(b, key, cannot_map, |map, kept| {
             let workers =
                 kept_workers(&mut st.workers, settings.model.n_threads, n).map_err(|e| self.fail(e))?;
             let sources = &st.sources;
             let work: Vec<_> = map.chunks_mut(slot_bytes).take(n).zip(frames.iter().zip(&imported)).collect();
             each_slot(workers, work, |(slot, (frame, tensor))| match frame {
-                Some((buf, name)) => convert_into(&sources[name], buf, tensor.as_ref(), slot),
+                Some((buf, name)) => convert_into(&sources[name], buf, tensor.as_ref(), slot, kept),
                 None => Ok(()),
             })
             .into_iter()
@@ -575,8 +582,8 @@ impl AggregatorImpl for EdgeFirstTensorBatch {
                 }
                 info.slots[i] = s;
             }
-        }
-        let b = outbuf.get_mut().expect("a fresh pool buffer");
+            Ok(())
+        })?;
         let pts = pts.or(st.next);
         b.set_pts(pts);
         b.set_duration(st.frame);
@@ -596,12 +603,14 @@ fn set_geometry(s: &mut BatchSlot, c: &edgefirst_tensor::ContentRegion) {
     (s.scale_x, s.scale_y) = (c.scale_x, c.scale_y);
 }
 
-/// One frame into its slot, through its kept import or GStreamer's map of it (already checked).
+/// One frame into its slot, through its kept import or GStreamer's map of it (already checked);
+/// the picture alone where the slot `kept` its converter's padding.
 fn convert_into(
     src: &Source,
     buf: &gst::Buffer,
     tensor: Option<&TensorDyn>,
     slot: &mut [u8],
+    kept: bool,
 ) -> Result<(), String> {
     let planes = frame::Planes::of(tensor, buf.as_ref(), &src.info)?;
     let image = SrcImage {
@@ -610,7 +619,11 @@ fn convert_into(
         height: src.info.height() as usize,
         planes: planes.get(src.format.num_planes())?,
     };
-    src.converter.convert(&image, slot).map_err(|e| format!("conversion failed: {e}"))
+    match kept {
+        true => src.converter.convert_picture(&image, slot),
+        false => src.converter.convert(&image, slot),
+    }
+    .map_err(|e| format!("conversion failed: {e}"))
 }
 
 /// The element's slot threads for `n_threads` (at most one band a slot), started on first use and
