@@ -107,38 +107,31 @@ fn padding(c: &Converter, dst: SendPtr, y: usize, rows: usize, x0: usize, n: usi
     }
 }
 
-/// Convert destination rows `rows` of `src` into `dst`, with the converter's level; their
-/// padding too where `pad`.
+/// What one call converts: destination rows `rows` of the tensor at `dst`, their padding too
+/// where `pad`.
+pub(super) struct Band {
+    pub(super) dst: SendPtr,
+    pub(super) rows: Range<usize>,
+    pub(super) pad: bool,
+}
+
+/// Convert `band` of `src`, with the converter's level.
 ///
 /// # Safety
-/// `dst` points at `c.dst.bytes()` writable bytes, and no other thread writes these rows.
-pub(super) unsafe fn rows(
-    c: &Converter,
-    src: &SrcImage<'_>,
-    dst: SendPtr,
-    rows: Range<usize>,
-    s: &mut Scratch,
-    pad: bool,
-) {
+/// `band.dst` points at `c.dst.bytes()` writable bytes, and no other thread writes these rows.
+pub(super) unsafe fn rows(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) {
     #[cfg(target_arch = "x86_64")]
     if c.avx2() {
         // Checked once per converter: the CPU has AVX2 and FMA.
-        return unsafe { rows_avx2(c, src, dst, rows, s, pad) };
+        return unsafe { rows_avx2(c, src, band, s) };
     }
-    rows_generic(c, src, dst, rows, s, pad)
+    rows_generic(c, src, band, s)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn rows_avx2(
-    c: &Converter,
-    src: &SrcImage<'_>,
-    dst: SendPtr,
-    rows: Range<usize>,
-    s: &mut Scratch,
-    pad: bool,
-) {
-    rows_generic(c, src, dst, rows, s, pad)
+unsafe fn rows_avx2(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) {
+    rows_generic(c, src, band, s)
 }
 
 /// Output rows ahead whose source rows are asked for while this one is converted. Measured on 32
@@ -293,14 +286,8 @@ impl Ahead<'_> {
 }
 
 #[inline(always)]
-fn rows_generic(
-    c: &Converter,
-    src: &SrcImage<'_>,
-    dst: SendPtr,
-    rows: Range<usize>,
-    s: &mut Scratch,
-    pad: bool,
-) {
+fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) {
+    let Band { dst, rows, pad } = band;
     let rect = c.content.rect;
     let content = rect.y..rect.y + rect.height;
     // A new frame: no filtered row of the last one is kept.

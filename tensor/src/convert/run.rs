@@ -89,7 +89,9 @@ impl Converter {
                 }
                 let (r0, r1) = (h * c / chunks, h * (c + 1) / chunks);
                 // Chunks are disjoint destination rows of a buffer that outlives `run`.
-                unsafe { driver::rows(self, src, out, r0..r1, &mut scratch, pad) };
+                unsafe {
+                    driver::rows(self, src, driver::Band { dst: out, rows: r0..r1, pad }, &mut scratch)
+                };
             }
         });
         Ok(())
