@@ -113,25 +113,26 @@ fn new(dtype: &str, shape: &str, memory: &str, access: u32, out: &mut ef_tensor)
     unsafe { ef_tensor_new(d.as_ptr(), d.len(), dtype_code(dtype), memory_code(memory), access, out) }
 }
 
+/// A made tensor's shape, strides, size and one code (`code`'s, printed as `what`), then freed.
+fn described(t: ef_tensor, what: &str, code: unsafe extern "C" fn(ef_tensor, *mut u32) -> c_int) -> String {
+    let (shape, strides, size) = geometry(t);
+    let mut c = 0;
+    unsafe { code(t, &mut c) };
+    ef_tensor_free(t);
+    format!("ok shape={} strides={} size={size} {what}={c}", join(&shape), join(&strides))
+}
+
 fn run(op: &str, a: &[&str]) -> String {
     let mut t = ef_tensor::default();
     match op {
         "new" => {
             ck!(new(a[0], a[1], a[2], RW, &mut t));
-            let (shape, strides, size) = geometry(t);
-            let mut d = 0;
-            unsafe { ef_tensor_dtype(t, &mut d) };
-            ef_tensor_free(t);
-            format!("ok shape={} strides={} size={size} dtype={d}", join(&shape), join(&strides))
+            described(t, "dtype", ef_tensor_dtype)
         }
         "image" => {
             let (w, h) = (a[1].parse().unwrap(), a[2].parse().unwrap());
             ck!(ef_tensor_image(w, h, format_code(a[0]), 0, RW, memory_code(a[3]), &mut t));
-            let (shape, strides, size) = geometry(t);
-            let mut f = 0;
-            unsafe { ef_tensor_format(t, &mut f) };
-            ef_tensor_free(t);
-            format!("ok shape={} strides={} size={size} format={f}", join(&shape), join(&strides))
+            described(t, "format", ef_tensor_format)
         }
         "view" => {
             let n: Vec<u64> = a[1..].iter().map(|v| v.parse().unwrap()).collect();

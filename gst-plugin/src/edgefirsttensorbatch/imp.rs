@@ -565,7 +565,10 @@ impl AggregatorImpl for EdgeFirstTensorBatch {
                         let c = src.converter.content();
                         set_geometry(&mut s, c);
                         if settings.missing_slot == MissingSlot::Previous {
-                            src.previous = Some(slot.to_vec());
+                            // The same Vec every batch: a slot's bytes, not an allocation, a frame.
+                            let previous = src.previous.get_or_insert_with(Vec::new);
+                            previous.clear();
+                            previous.extend_from_slice(slot);
                         }
                     }
                     (None, Some(src))
