@@ -1,4 +1,5 @@
-//! Which of this allocator's memories still hold a converter's letterbox padding.
+//! Which of this allocator's memories still hold a converter's letterbox padding (edgefirsttensor's
+//! tensors, edgefirsttensorbatch's slots).
 //!
 //! A converter writes the same padding bytes around the picture every frame: a quarter of a
 //! float32 letterbox frame's time and a tenth of a uint8 one's (docs/benchmarks.md, twenty-seventh
@@ -96,17 +97,18 @@ unsafe fn forget(mut mem: *mut ffi::GstMemory) {
     }
 }
 
-/// The mark `memory` gets once `converter` (a `Converter::id`) has written all of it; `None`
-/// where its writes are not watched (another allocator's memory, or an unwatched instance).
-fn mark_for(memory: &gst::MemoryRef, converter: u64) -> Option<NonZeroUsize> {
+/// The mark `memory` gets once the writer `key` names (a `Converter::id`, or a batch's slots'
+/// converters) has written all of it; `None` where its writes are not watched (another
+/// allocator's memory, or an unwatched instance).
+fn mark_for(memory: &gst::MemoryRef, key: u64) -> Option<NonZeroUsize> {
     let allocator = memory.allocator()?;
     let ours = allocator.downcast_ref::<super::DmaBufAllocator>()?;
     if !super::imp::watched(ours) {
         return None;
     }
-    // A 64-bit mix of the three (splitmix64's finalizer): one value per converter and span, so a
+    // A 64-bit mix of the three (splitmix64's finalizer): one value per writer and span, so a
     // memory resized or offset since is not taken for the one marked.
-    let mut x = converter
+    let mut x = key
         ^ (memory.offset() as u64).rotate_left(21)
         ^ (memory.size() as u64).rotate_left(42)
         ^ 0x9e37_79b9_7f4a_7c15;
@@ -124,7 +126,7 @@ fn is_marked(memory: &gst::MemoryRef, mark: NonZeroUsize) -> bool {
     got as usize == mark.get()
 }
 
-/// Mark `memory`: its converter has just written all of it and unmapped it.
+/// Mark `memory`: its writer has just written all of it and unmapped it.
 fn set_mark(memory: &gst::MemoryRef, mark: NonZeroUsize) {
     // The value is the mark itself, not a pointer: nothing to free, nothing that could dangle.
     unsafe {
