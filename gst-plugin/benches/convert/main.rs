@@ -17,9 +17,10 @@
 //!   floor, the reads of a filter as wide as the downscale (`area`, `bilinear-antialias` read
 //!   every row) and the picture written; and the float32 floor, the floor's reads with the
 //!   float32 picture written;
-//! - the traffic rows: the reads and writes of the floor, the every-row and the float32 floors with every line asked for ahead, which
-//!   beside the floors give the bytes' own time that a target is checked against in the last
-//!   table (each camera row's targets, `met`, `open` or `past traffic`).
+//! - the traffic rows: the reads and writes of the floor, the every-row and the float32 floors
+//!   with every line asked for ahead, which beside the floors give the bytes' own time that a
+//!   target is checked against in the last table (each camera row's targets, `met`, `open` or
+//!   `past traffic`).
 //!
 //! Each case's figure is its fastest stretch of `FRAMES` consecutive frames over five rounds
 //! spread across the whole benchmark. Run with `cargo bench -p gstedgefirst --bench convert`
