@@ -2,7 +2,7 @@
 //! tensors, edgefirsttensorbatch's slots).
 //!
 //! A converter writes the same padding bytes around the picture every frame: a quarter of a
-//! float32 letterbox frame's time and a tenth of a uint8 one's (docs/benchmarks.md, twenty-seventh
+//! float32 letterbox frame's time and a tenth of a uint8 one's (docs/benchmark-log.md, twenty-seventh
 //! session). A pool's tensor that comes back unwritten still holds them. So once a converter has
 //! written all of a memory, the memory gets a mark (a qdata value naming the converter, the
 //! memory's offset and size), and every map of the memory for writing drops it: the allocator's

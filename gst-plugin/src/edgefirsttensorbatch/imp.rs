@@ -631,7 +631,7 @@ fn convert_into(
 
 /// The element's slot threads for `n_threads` (at most one band a slot), started on first use and
 /// kept while the count stays: spawned per batch, they cost a share of every batch and started
-/// cold (n-threads=2 took as long as one thread; docs/benchmarks.md, twenty-fifth session).
+/// cold (n-threads=2 took as long as one thread; docs/benchmark-log.md, twenty-fifth session).
 fn kept_workers(kept: &mut Option<Workers>, n_threads: u32, slots: usize) -> Result<&Workers, String> {
     let bands = (n_threads as usize).clamp(1, slots.max(1));
     if kept.as_ref().is_none_or(|w| w.bands() != bands) {

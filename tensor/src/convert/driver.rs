@@ -189,7 +189,7 @@ fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize, piece: usize, pi
 /// The kernels that read a row straight ask for each block's lines again at the distances
 /// (`DirectRows`): the next rows' lines come a few at a time among the loads. In parts between
 /// the kernels (`Ahead`) they still held the line-fill buffers on the Intel Xeon of
-/// docs/benchmarks.md; engine, uint8, AVX-512, NV12 / YUY2 / RGBA, in parts → among the loads:
+/// docs/benchmark-log.md; engine, uint8, AVX-512, NV12 / YUY2 / RGBA, in parts → among the loads:
 /// hot 0.253 → 0.227 / 0.227 → 0.218 / 0.277 → 0.257 ms, 8 rotating frames 0.253 → 0.237 /
 /// 0.229 → 0.221 / 0.293 → 0.258, 32 rotating 0.296 → 0.283 / 0.288 → 0.269 / 0.453 → 0.378.
 #[inline(always)]

@@ -5,7 +5,7 @@
 /// into the first. T1 measured level with T0 or better on every bilinear row (the note on the
 /// driver's `Ahead`), and on the multi-tap filters (`area`, 32 rotating frames, NV12 / YUY2 /
 /// RGBA: T0 0.491 / 0.655–0.674 / 1.06–1.11 ms, T1 0.477–0.480 / 0.638–0.639 / 1.05). (Not
-/// measured on the AMD machine of docs/benchmarks.md; aarch64 keeps `pldl1keep`, unmeasured.)
+/// measured on the AMD machine of docs/benchmark-log.md; aarch64 keeps `pldl1keep`, unmeasured.)
 #[inline(always)]
 pub(super) fn prefetch(p: *const u8) {
     ask::<T1>(p);

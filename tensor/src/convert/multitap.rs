@@ -65,7 +65,7 @@ pub(super) struct Ring {
 /// With `pixels_ask` (AVX-512), the vertical pass asks for nothing for groups of four-byte pixels
 /// read as they are (more than two members, no `TapGroup::compact`), whose `horiz` asks for the
 /// same lines: RGBA faster on every camera row, NV12, YUY2 and AVX2 slower without the asking
-/// (docs/benchmarks.md, eighteenth session).
+/// (docs/benchmark-log.md, eighteenth session).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
@@ -168,7 +168,7 @@ type SumsOf<'a> = (usize, &'a [i16], usize, (usize, usize), bool);
 /// Output rows ahead whose source rows the multi-tap kernels ask for (`ahead_bytes`, and the
 /// driver's `prefetch_multi` for the loops).
 /// Measured on 32 rotating 1080p frames (engine, uint8, AVX-512; NV12 / YUY2 / RGBA), all at once
-/// before the row (the AMD machine of docs/benchmarks.md): area none
+/// before the row (the AMD machine of docs/benchmark-log.md): area none
 /// 0.334 / 0.400 / 0.550 ms, 1 row 0.267 / 0.340 / 0.561, 2 rows 0.259 / 0.339 / 0.572, 4 rows
 /// 0.257 / 0.321 / 0.547, 8 rows 0.275 / 0.336 / 0.549; bilinear-antialias none 0.535 / 0.642 /
 /// 0.830, 2 rows 0.403 / 0.515 / 0.774.

@@ -29,7 +29,7 @@ impl Converter {
     /// padding around it is left as it is. For a
     /// destination known to hold this converter's padding already — a pool's tensor that this
     /// converter wrote and nobody has written since. The padding is a tenth of a uint8 letterbox
-    /// frame's time and a quarter of a float32 one's (docs/benchmarks.md, twenty-seventh
+    /// frame's time and a quarter of a float32 one's (docs/benchmark-log.md, twenty-seventh
     /// session), the same bytes every frame.
     pub fn convert_picture(&self, src: &SrcImage<'_>, dst: &mut [u8]) -> Result<()> {
         self.frame(src, dst, false)

@@ -195,7 +195,7 @@ unsafe fn vertical_bytes_of<const ASK: bool>(
 /// keeps the low 16 bits, and `2S + D < 2^16`). Rows taken two at a time into `pmaddubsw`
 /// (64 outputs a step, in-lane byte interleaves instead of `vpmovzxbw`, which Zen 4 runs on its
 /// two shuffle pipes) was faster alone, 129 → 113 ns for 640 outputs over 5 rows in L1, and
-/// slower in the converter, 1080p NV12 → 640 hot 0.386 → 0.414 ms (docs/benchmarks.md).
+/// slower in the converter, 1080p NV12 → 640 hot 0.386 → 0.414 ms (docs/benchmark-log.md).
 /// `vertical_halves` now takes the rows whole where the doubled weights are signed bytes; this
 /// pass does the others, and its last 32 outputs (from `from`).
 #[inline(always)]

@@ -600,7 +600,7 @@ pub(super) fn multitap_vertical(
 /// source rows output row `cy + MULTI_PREFETCH_AHEAD` reads and the row before it did not, each
 /// group's bytes, a line at a time, all before the row. Only where no vector level runs: the
 /// levels' kernels ask for the same lines among their loads (`multitap::ahead_bytes`), which the
-/// burst here cost on an Intel Xeon (docs/benchmarks.md, 2026-12-02).
+/// burst here cost on an Intel Xeon (docs/benchmark-log.md, 2026-12-02).
 #[inline(always)]
 pub(super) fn prefetch_multi(m: &MultiTap, comps: &[Comp], src: &SrcImage<'_>, cy: usize) {
     let ahead = MULTI_PREFETCH_AHEAD;

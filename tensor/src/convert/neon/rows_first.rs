@@ -21,7 +21,7 @@ pub(super) fn row_weight(wy: f32, single: bool, members: usize, plan: &Shuffle) 
 /// 2^-16ths as `sample_blocks`' (`plan::WEIGHT_STEPS`: exact either way), so the floats are equal;
 /// where `sample_blocks` takes two lookups, two multiplies, two widening adds and two
 /// conversions a member and four outputs, then the blend down, this takes one lookup, two
-/// multiplies, one add and one conversion (llvm-mca, docs/benchmarks.md).
+/// multiplies, one add and one conversion (llvm-mca, docs/benchmark-log.md).
 ///
 /// Not inlined, as `sample_blocks` (`scripts/neon-mca.sh` reads its loop).
 ///

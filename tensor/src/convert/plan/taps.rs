@@ -144,7 +144,7 @@ pub(in crate::convert) struct Compact {
 /// takes two (at AVX2 a `pshufb` and an `or` less a tap pair, and half the loads): 1080p YUY2
 /// `bilinear-antialias` at AVX2 (engine, Zen 2) 0.97 → 0.93 ms hot, medians 1.13 → 1.10 ms over
 /// 8 rotating frames. NEON's sixteen outputs of one member read two registers where they read
-/// four (llvm-mca, docs/benchmarks.md).
+/// four (llvm-mca, docs/benchmark-log.md).
 #[derive(Debug, Clone)]
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
 pub(in crate::convert) struct Halved {

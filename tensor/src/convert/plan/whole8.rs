@@ -5,7 +5,7 @@
 //! and adds them, so a block makes sixteen outputs with one multiply a pair where the 2^-22
 //! blocks (`taps::Blocks`, eight dword lanes) make eight with two `pmaddwd` and a `pshufb` per
 //! piece a pair: 1080p NV12 `bilinear-antialias` at AVX2 spent 60 % of its time in those
-//! (docs/benchmarks.md, twelfth session). A pair is an output's next two taps of non-zero weight,
+//! (docs/benchmark-log.md, twelfth session). A pair is an output's next two taps of non-zero weight,
 //! so a 3× triangle (1, 2, 3, 2, 1 over 9) takes three pairs whatever its zero taps. The sum
 //! `2S + D` becomes PIL's byte `⌊(2S + D) / 2D⌋` by a multiply-high per lane and one shift for the
 //! block (AVX2 shifts words by one count only): a block's `D`s share one (`whole::divider_at`), or

@@ -5,7 +5,7 @@
 //! the sum is `t = 2S + D` and PIL's byte is `⌊t / 2D⌋`: a multiply-high and a shift per lane.
 //! NEON's 2^-22 blocks (`taps::Blocks`, `neon::multitap`) take one `tbl` and four `smlal` into
 //! i32 per four outputs and tap pair, then split sums joined and shifted: about four times the
-//! instructions per output (llvm-mca figures in docs/benchmarks.md). Blocks whose indices and
+//! instructions per output (llvm-mca figures in docs/benchmark-log.md). Blocks whose indices and
 //! weights are the same relative to their window share a table (at integer and most camera
 //! factors every block between a row's ends does), which the kernel keeps in registers while it
 //! lasts. Planned only where every block's outputs are whole (else the 2^-22 blocks make the
