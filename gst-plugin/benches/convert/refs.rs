@@ -65,8 +65,7 @@ pub(crate) fn bytes_time(frames: &Frames, b: Bytes) -> f64 {
         true => (0..ph).collect(),
         false => rows_read(ph, content_h),
     };
-    let (w, h) = (frames.info.width() as usize, frames.info.height() as usize);
-    let rows_written = if b.picture { OUT * h / w } else { OUT };
+    let rows_written = if b.picture { content(&frames.info).0 } else { OUT };
     let out_bytes = rows_written * OUT * 3 * if b.float32 { 4 } else { 1 };
     reads_and_writes(frames, rows, out_bytes, b.asked.then_some(TRAFFIC_AHEAD))
 }
@@ -83,8 +82,7 @@ fn reads_and_writes(
     ahead: Option<usize>,
 ) -> f64 {
     let info = &frames.info;
-    let (w, h) = (info.width() as usize, info.height() as usize);
-    let content_h = OUT * h / w;
+    let content_h = content(info).0;
     // Every row read, in order, as (start, length) in the frame's bytes.
     let spans: Vec<(usize, usize)> = (0..info.n_planes() as usize)
         .flat_map(|p| {
@@ -229,8 +227,10 @@ extern "C" {
 pub(crate) fn libyuv_nv12(frames: &Frames) -> f64 {
     let info = &frames.info;
     let (w, h) = (info.width() as i32, info.height() as i32);
-    let ch = (OUT as i32 * h / w) & !1;
-    let top = (OUT as i32 - ch) / 2;
+    let (ch, top) = content(info);
+    // The small NV12 frame takes whole chroma rows.
+    assert!(ch % 2 == 0, "an even picture height");
+    let (ch, top) = (ch as i32, top as i32);
     let (ys, uvs) = (info.stride()[0], info.stride()[1]);
     let mut small_y = vec![0u8; OUT * ch as usize];
     let mut small_uv = vec![0u8; OUT * ch as usize / 2];
@@ -273,10 +273,15 @@ pub(crate) fn libyuv_nv12(frames: &Frames) -> f64 {
     })
 }
 
-/// Content rows of the 640×640 letterbox of a 16:9 frame: 360 rows from row 140.
+/// The picture's rows in the 640×640 letterbox (how many, and the first), as the element places
+/// them (`preprocess::letterbox_rect`, centred): 360 rows from row 140 for a 16:9 frame.
 fn content(info: &gst_video::VideoInfo) -> (usize, usize) {
-    let ch = (OUT * info.height() as usize / info.width() as usize) & !1;
-    (ch, (OUT - ch) / 2)
+    use edgefirst_tensor::preprocess::{letterbox_rect, FitMode, LetterboxPlacement};
+    let (w, h) = (info.width() as usize, info.height() as usize);
+    let r = letterbox_rect(w, h, OUT, OUT, FitMode::Letterbox, LetterboxPlacement::Center)
+        .expect("a frame and a tensor of non-zero size")
+        .rect;
+    (r.height, r.y)
 }
 
 /// fast_image_resize 6.1 (a dev-dependency, for these reference rows only) into the content rows:
