@@ -306,7 +306,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
     pad(below, rows.end - below, 0, c.dst.width);
     // PIL's byte ring: the scratch a packed row may take (every level), and at AVX2 and NEON the
     // groups it takes and how YUY2's rows are packed.
-    let slot = s.ring.packed_rows.len() / multitap::ROWS_AT_ONCE;
+    let slot = s.packed_rows.len() / multitap::ROWS_AT_ONCE;
     #[cfg(target_arch = "x86_64")]
     let avx2_ring = c
         .multi
@@ -399,7 +399,14 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                             ahead| unsafe {
                     avx512::vertical_bytes(rows, wi, whole, out, ahead)
                 };
-                skip |= byte_ring_row(c, m, src, cy, s, takes, true, horiz, vert);
+                if m.down_first {
+                    let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], ahead, asked| unsafe {
+                        avx512::down_bytes(rows, k, whole, out, ahead, asked)
+                    };
+                    skip |= down_first_row(c, m, src, cy, s, horiz, down);
+                } else {
+                    skip |= byte_ring_row(c, m, src, cy, s, takes, true, horiz, vert);
+                }
             }
             // PIL's filters at AVX2: a ring of bytes too, for every group the level's blocks take
             // (`avx2_pil8_plan`, `avx2_ring` above). Over the f32 ring, 1080p NV12
@@ -421,7 +428,23 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                      whole: Option<(&[i16], u8, (u16, u16))>,
                      out: &mut [f32],
                      ahead| unsafe { avx2::vertical_bytes(rows, wi, whole, out, ahead) };
-                skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vert);
+                if m.down_first {
+                    let mut horiz = horiz;
+                    let taken =
+                        |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize, packed: &mut [u8]| {
+                            if takes(g) {
+                                horiz(g, rows, out, ahead, packed)
+                            } else {
+                                0
+                            }
+                        };
+                    let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], _, _| unsafe {
+                        avx2::down_bytes(rows, k, whole, out)
+                    };
+                    skip |= down_first_row(c, m, src, cy, s, taken, down);
+                } else {
+                    skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vert);
+                }
             }
             // PIL's filters at NEON: the byte ring for the groups with tap-by-tap blocks
             // (`neon_pil8_plan`, `neon_ring` above); the others through the f32 ring below.
@@ -440,7 +463,28 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                      whole: Option<(&[i16], u8, (u16, u16))>,
                      out: &mut [f32],
                      ahead| unsafe { neon::vertical_bytes(rows, wi, whole, out, ahead) };
-                skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vert);
+                if m.down_first {
+                    let mut horiz = horiz;
+                    let taken =
+                        |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize, packed: &mut [u8]| {
+                            if takes(g) {
+                                horiz(g, rows, out, ahead, packed)
+                            } else {
+                                0
+                            }
+                        };
+                    let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], _, _| unsafe {
+                        neon::down_bytes(rows, k, whole, out)
+                    };
+                    skip |= down_first_row(c, m, src, cy, s, taken, down);
+                } else {
+                    skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vert);
+                }
+            }
+            // Blended down first where no level above took the row (the baseline): every byte by
+            // the loops of `multitap::pil8_down_first`.
+            if m.down_first && skip == 0 {
+                skip |= down_first_row(c, m, src, cy, s, |_, _, _, _, _| 0, no_down);
             }
             #[cfg(target_arch = "x86_64")]
             if c.avx2() && !s.ring.sums.is_empty() {
@@ -558,9 +602,9 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
             if !vector_level {
                 taps::prefetch_multi(m, &c.comps, src, cy);
             }
-            let mut packed = std::mem::take(&mut s.ring.packed_rows);
+            let packed = &mut s.packed_rows;
             let vector = |g: usize, rows: &[&[u8]], out: &[[*mut f32; 4]], ahead: usize| {
-                multitap_horizontal(c, m, g, rows, out, ahead, &mut packed)
+                multitap_horizontal(c, m, g, rows, out, ahead, packed)
             };
             s.counts.sampled += multitap::multitap_row(
                 m,
@@ -573,7 +617,6 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                 vector,
                 vertical,
             );
-            s.ring.packed_rows = packed;
         } else {
             // Per plane, one of two orders (`direct_rows`): read straight from the two source
             // rows' bytes by the level's kernels, or the two rows first blended at window width
@@ -703,10 +746,9 @@ fn byte_ring_row(
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize, &mut [u8]) -> usize,
     vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [f32], Trickle) -> usize,
 ) -> u32 {
-    let mut packed = std::mem::take(&mut s.ring.packed_rows);
-    let lent = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize| {
-        horiz(g, rows, out, ahead, &mut packed)
-    };
+    let packed = &mut s.packed_rows;
+    let lent =
+        |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize| horiz(g, rows, out, ahead, packed);
     let (groups, made) = multitap::pil8_row(
         m,
         &c.comps,
@@ -719,9 +761,38 @@ fn byte_ring_row(
         lent,
         vert,
     );
-    s.ring.packed_rows = packed;
     s.counts.sampled += made;
     groups
+}
+
+/// Output row `cy` of PIL's filters blended down first (`multitap::pil8_down_first`): the level's
+/// `horiz` (as `byte_ring_row`'s; 0 for a group it has no byte blocks for, which the f32 ring's
+/// blocks then take) and `vert` (0 where it has no kernel). Returns the groups done.
+#[allow(clippy::too_many_arguments)]
+fn down_first_row(
+    c: &Converter,
+    m: &MultiTap,
+    src: &SrcImage<'_>,
+    cy: usize,
+    s: &mut Scratch,
+    mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize, &mut [u8]) -> usize,
+    vert: impl FnMut(&[*const u8], &[i16], (u8, (u16, u16)), &mut [u8], usize, usize) -> usize,
+) -> u32 {
+    let bytes =
+        |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], packed: &mut [u8]| horiz(g, rows, out, 0, packed);
+    let across = |g: usize, rows: &[&[u8]], out: &[[*mut f32; 4]], packed: &mut [u8]| {
+        multitap_horizontal(c, m, g, rows, out, 0, packed)
+    };
+    let (ring, comps, packed) = (&mut s.ring, &mut s.comps, &mut s.packed_rows[..]);
+    let (groups, made) =
+        multitap::pil8_down_first(m, &c.comps, &src.planes, cy, ring, comps, packed, vert, bytes, across);
+    s.counts.sampled += made;
+    groups
+}
+
+/// No vertical kernel: `multitap::pil8_down_first` blends every byte.
+fn no_down(_: &[*const u8], _: &[i16], _: (u8, (u16, u16)), _: &mut [u8], _: usize, _: usize) -> usize {
+    0
 }
 
 /// `out[x] = row[i0[x]] + w[x] * (row[i1[x]] - row[i0[x]])`: by AVX2 gathers where the level has

@@ -236,6 +236,10 @@ struct Scratch {
     bytes: [Lines<u8>; 4],
     /// Multi-tap filters: the filtered rows (see `multitap::Ring`).
     ring: multitap::Ring,
+    /// Up to `multitap::ROWS_AT_ONCE` packed source rows (`plan::Compact`, `plan::Planar`):
+    /// beside the ring, so the kernels that pack borrow it while the ring is lent to the row
+    /// loops.
+    packed_rows: Lines<u8>,
     counts: KernelCounts,
 }
 
@@ -439,6 +443,22 @@ impl Converter {
                 let mut plan = MultiTap::new([cl, cc], [rl, rc], &comps, row_len, filter.round_between);
                 // Alpha is the fourth component of an RGBA source; only an RGBA output reads it.
                 plan.blended[3] = dst.colorspace == Colorspace::Rgba;
+                // YUY2 and UYVY under PIL's filters: blended down first (`pil8_down_first`).
+                // Across first, every source row was split into its luma and chroma bytes and
+                // filtered across (4:2:2 carries chroma on every row), three rows an output row at
+                // 3×; down first, one. Engine, uint8 `bilinear-antialias`, 1080p YUY2 → 640,
+                // Intel Xeon, three alternations, best of 200: AVX-512 on 8 rotating frames
+                // 0.542–0.548 → 0.393–0.403 ms, on 32 0.652–0.697 → 0.524–0.559, 1600×900
+                // 0.495–0.508 → 0.374–0.382; AVX2 0.654–0.688 → 0.499–0.510. NV12, whose rows need
+                // no packing and whose chroma has half the rows, took 0.30 → 0.33 down first. A YUV
+                // source's bytes are not PIL's either way (its rounding falls on Y, U and V, not
+                // R, G and B: docs/resampling.md); every level takes the same order and bytes.
+                // Where no vertical weight is negative (the triangle), as the kernels that blend
+                // down take them; PIL's bicubic, whose lobes are negative, blended down by the i32
+                // loops took 1.47 → 2.03 ms.
+                let positive = plan.rows.iter().all(|t| t.wi.iter().all(|&w| w >= 0));
+                plan.down_first =
+                    plan.round_between && positive && matches!(format, PixelFormat::Yuy2 | PixelFormat::Uyvy);
                 Some(plan)
             }
             None => None,
@@ -529,15 +549,17 @@ impl Converter {
         });
         // (AVX2 filters every PIL group through it, `driver::avx2_pil8`; NEON those with
         // tap-by-tap blocks, `driver::neon_pil8`.)
+        // (Blended down first, every level filters across into it: `multitap::pil8_down_first`.)
         let whole = multi.as_ref().is_some_and(|m| {
-            m.round_between
-                && (cfg!(target_arch = "x86_64")
-                    || cfg!(target_arch = "aarch64")
-                        && m.groups.iter().any(|g| {
-                            g.whole_taps.is_some()
-                                || g.compact.as_ref().is_some_and(|p| p.whole_taps.is_some())
-                                || g.planar.as_ref().is_some_and(|p| p.whole_taps.is_some())
-                        }))
+            m.down_first
+                || m.round_between
+                    && (cfg!(target_arch = "x86_64")
+                        || cfg!(target_arch = "aarch64")
+                            && m.groups.iter().any(|g| {
+                                g.whole_taps.is_some()
+                                    || g.compact.as_ref().is_some_and(|p| p.whole_taps.is_some())
+                                    || g.planar.as_ref().is_some_and(|p| p.whole_taps.is_some())
+                            }))
         });
         let byte_slots = ring_slots.map(|n| if whole { n } else { 0 });
         let scratch = (0..workers.bands())
@@ -579,16 +601,26 @@ impl Converter {
                             }
                             _ => Lines::default(),
                         },
-                        packed_rows: match &multi {
-                            Some(m) if m.groups.iter().any(|g| g.compact.is_some() || g.planar.is_some()) => {
-                                Lines::zeroed(
-                                    multitap::ROWS_AT_ONCE * m.row_len.iter().copied().max().unwrap_or(0),
-                                )
+                        bytes: std::array::from_fn(|k| Lines::zeroed(byte_slots[k] * rect.width)),
+                        btags: std::array::from_fn(|k| vec![usize::MAX; byte_slots[k]]),
+                        down: std::array::from_fn(|p| match &multi {
+                            Some(m) if m.down_first => Lines::zeroed(m.row_len[p]),
+                            _ => Lines::default(),
+                        }),
+                        down_sums: match &multi {
+                            Some(m) if m.down_first => {
+                                Lines::zeroed(m.row_len.iter().copied().max().unwrap_or(0))
                             }
                             _ => Lines::default(),
                         },
-                        bytes: std::array::from_fn(|k| Lines::zeroed(byte_slots[k] * rect.width)),
-                        btags: std::array::from_fn(|k| vec![usize::MAX; byte_slots[k]]),
+                    },
+                    packed_rows: match &multi {
+                        Some(m) if m.groups.iter().any(|g| g.compact.is_some() || g.planar.is_some()) => {
+                            Lines::zeroed(
+                                multitap::ROWS_AT_ONCE * m.row_len.iter().copied().max().unwrap_or(0),
+                            )
+                        }
+                        _ => Lines::default(),
                     },
                     counts: KernelCounts::default(),
                 })

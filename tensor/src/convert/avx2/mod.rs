@@ -25,7 +25,7 @@ pub(super) use pixels::{pack_planar, pixel_words, pixels, pixels_bytes};
 pub(super) use taps::{
     multitap, multitap_bytes, multitap_vertical, pack_bytes, pack_bytes_split, pack_bytes_split_halved,
 };
-pub(super) use vertical::vertical_bytes;
+pub(super) use vertical::{down_bytes, vertical_bytes};
 pub(super) use whole::whole_bytes;
 
 /// The CPU has what the kernels here use.

@@ -46,8 +46,8 @@ unsafe fn vertical_bytes_of<const ASK: bool>(
             macro_rules! taps {
                 ($($t:literal)*) => {
                     match rows.len() {
-                        $($t => unsafe { halves::<$t, ASK>(rows, k, d, div, o, out.len(), &mut ahead) },)*
-                        _ => unsafe { halves_any::<ASK>(rows, k, d, div, o, out.len(), &mut ahead) },
+                        $($t => unsafe { halves::<$t, ASK, false>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead) },)*
+                        _ => unsafe { halves_any::<ASK, false>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead) },
                     }
                 };
             }
@@ -85,14 +85,15 @@ unsafe fn vertical_bytes_of<const ASK: bool>(
 /// 32 bytes into two `pmaddubsw`, one weighting the even bytes (`(2k, 0)`), one the odd
 /// (`(0, 2k)`), the sums started at `D` (`2S + D`, below 2^16: u16 lanes wrap nowhere), then
 /// `⌊t / 2D⌋` by a multiply-high and one shift for the row; the quotients' bytes back in order
-/// and widened to floats. Returns the outputs written.
+/// and widened to floats, or (`BYTES`, `o` a row of bytes) stored as they are. Returns the
+/// outputs written.
 #[inline(always)]
-unsafe fn halves<const N: usize, const ASK: bool>(
+unsafe fn halves<const N: usize, const ASK: bool, const BYTES: bool>(
     rows: &[*const u8],
     k: &[i16],
     d: u8,
     div: (u16, u16),
-    o: *mut f32,
+    o: *mut u8,
     len: usize,
     ahead: &mut Trickle,
 ) -> usize {
@@ -102,17 +103,17 @@ unsafe fn halves<const N: usize, const ASK: bool>(
         even[j] = _mm256_set1_epi16(2 * k[j]);
         odd[j] = _mm256_set1_epi16((2 * k[j]) << 8);
     }
-    unsafe { halves_loop::<ASK>(&at, &even, &odd, d, div, o, len, ahead) }
+    unsafe { halves_loop::<ASK, BYTES>(&at, &even, &odd, d, div, o, len, ahead) }
 }
 
 /// `halves` for any number of rows up to 64 (`multitap::VTAPS`).
 #[inline(always)]
-unsafe fn halves_any<const ASK: bool>(
+unsafe fn halves_any<const ASK: bool, const BYTES: bool>(
     rows: &[*const u8],
     k: &[i16],
     d: u8,
     div: (u16, u16),
-    o: *mut f32,
+    o: *mut u8,
     len: usize,
     ahead: &mut Trickle,
 ) -> usize {
@@ -122,18 +123,18 @@ unsafe fn halves_any<const ASK: bool>(
         even[j] = _mm256_set1_epi16(2 * k[j]);
         odd[j] = _mm256_set1_epi16((2 * k[j]) << 8);
     }
-    unsafe { halves_loop::<ASK>(&rows[..n], &even[..n], &odd[..n], d, div, o, len, ahead) }
+    unsafe { halves_loop::<ASK, BYTES>(&rows[..n], &even[..n], &odd[..n], d, div, o, len, ahead) }
 }
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn halves_loop<const ASK: bool>(
+unsafe fn halves_loop<const ASK: bool, const BYTES: bool>(
     rows: &[*const u8],
     even: &[__m256i],
     odd: &[__m256i],
     d: u8,
     (mul, shift): (u16, u16),
-    o: *mut f32,
+    o: *mut u8,
     len: usize,
     ahead: &mut Trickle,
 ) -> usize {
@@ -156,10 +157,13 @@ unsafe fn halves_loop<const ASK: bool>(
             let qe = _mm256_srl_epi16(mulhi(e, mulv), count);
             let qo = _mm256_srl_epi16(mulhi(h, mulv), count);
             // Each quotient is at most 255: the odd one moves to its word's high byte.
-            _mm256_storeu_si256(
-                q.as_mut_ptr() as *mut __m256i,
-                _mm256_or_si256(qe, _mm256_slli_epi16::<8>(qo)),
-            );
+            let b = _mm256_or_si256(qe, _mm256_slli_epi16::<8>(qo));
+            if BYTES {
+                _mm256_storeu_si256(o.add(x) as *mut __m256i, b);
+                continue;
+            }
+            _mm256_storeu_si256(q.as_mut_ptr() as *mut __m256i, b);
+            let o = o as *mut f32;
             for z in 0..4 {
                 let v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(q.as_ptr().add(8 * z) as *const __m128i));
                 _mm256_storeu_ps(o.add(x + 8 * z), _mm256_cvtepi32_ps(v));
@@ -167,6 +171,35 @@ unsafe fn halves_loop<const ASK: bool>(
         }
     }
     n
+}
+
+/// PIL's vertical pass straight over a plane's source rows into one row of bytes (PIL's filters
+/// blended down first, `multitap::pil8_down_first`), where the doubled whole weights are signed
+/// bytes: `halves`' steps, their bytes stored. (No asks: the L2 streamer takes the rows read
+/// in order.) Returns the bytes written (whole steps); 0 where the weights are not such.
+///
+/// # Safety
+/// The CPU has AVX2; every row pointer is readable for `out.len()` bytes.
+#[target_feature(enable = "avx2,fma")]
+pub(in crate::convert) unsafe fn down_bytes(
+    rows: &[*const u8],
+    k: &[i16],
+    (d, div): (u8, (u16, u16)),
+    out: &mut [u8],
+) -> usize {
+    if k.len() > rows.len() || !k.iter().all(|&k| (0..=63).contains(&k)) {
+        return 0;
+    }
+    let (o, len, mut none) = (out.as_mut_ptr(), out.len(), Trickle::NONE);
+    macro_rules! taps {
+        ($($t:literal)*) => {
+            match k.len() {
+                $($t => unsafe { halves::<$t, false, true>(rows, k, d, div, o, len, &mut none) },)*
+                _ => unsafe { halves_any::<false, true>(rows, k, d, div, o, len, &mut none) },
+            }
+        };
+    }
+    taps!(1 2 3 4 5 6 7 8)
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ pub(super) use boxes::{box_blocks, box_even, box_sums, box_sums_split, pack_word
 pub(super) use quads::{box_quads, vnni};
 pub(super) use sample::{sample, sample_pair};
 pub(super) use taps::{multitap, multitap_bytes, pack_bytes, pack_bytes_split, whole_bytes};
-pub(super) use vertical::{multitap_vertical, vertical_bytes};
+pub(super) use vertical::{down_bytes, multitap_vertical, vertical_bytes};
 
 /// The CPU has what the kernels here use (`vpermb` is VBMI).
 pub(super) fn detect() -> bool {

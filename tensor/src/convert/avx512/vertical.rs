@@ -290,6 +290,77 @@ unsafe fn vertical_halves<const N: usize, const ASK: bool>(
     }
 }
 
+/// PIL's vertical pass straight over a plane's source rows into one row of bytes (PIL's filters
+/// blended down first, `multitap::pil8_down_first`), where the doubled whole weights are signed
+/// bytes: each row's 64 bytes into two `pmaddubsw` (even and odd bytes, as `vertical_halves`),
+/// the quotients merged into the 64 bytes in order and stored as they are. Each step asks for
+/// the line `ahead` bytes on in the last `asked` rows (the rows new to the output row after
+/// next). Returns the bytes it wrote (whole steps); 0 where the weights are not such.
+///
+/// # Safety
+/// The CPU has AVX-512 (F, BW); every row pointer is readable for `out.len()` bytes.
+#[target_feature(enable = "avx512f,avx512bw")]
+pub(in crate::convert) unsafe fn down_bytes(
+    rows: &[*const u8],
+    k: &[i16],
+    (d, (mul, shift)): (u8, (u16, u16)),
+    out: &mut [u8],
+    ahead: usize,
+    asked: usize,
+) -> usize {
+    if k.len() > rows.len() || !k.iter().all(|&k| (0..=63).contains(&k)) {
+        return 0;
+    }
+    macro_rules! taps {
+        ($($t:literal)*) => {
+            match k.len() {
+                $($t => unsafe { down_steps::<$t>(rows, k, (d as i16, mul as i16, shift), out, ahead, asked) },)*
+                _ => 0,
+            }
+        };
+    }
+    taps!(1 2 3 4 5 6 7 8 9 10 11 12)
+}
+
+/// `down_bytes` for `N` rows, the weights' broadcasts held across the row.
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+unsafe fn down_steps<const N: usize>(
+    rows: &[*const u8],
+    k: &[i16],
+    (d, mul, shift): (i16, i16, u16),
+    out: &mut [u8],
+    ahead: usize,
+    asked: usize,
+) -> usize {
+    let at: [*const u8; N] = std::array::from_fn(|j| rows[j]);
+    let (mut even, mut odd) = ([_mm512_setzero_si512(); N], [_mm512_setzero_si512(); N]);
+    for j in 0..N {
+        even[j] = _mm512_set1_epi16(2 * k[j]);
+        odd[j] = _mm512_set1_epi16((2 * k[j]) << 8);
+    }
+    let (dv, mulv, count) = (_mm512_set1_epi16(d), _mm512_set1_epi16(mul), _mm_cvtsi32_si128(shift as i32));
+    let o = out.as_mut_ptr();
+    let whole = out.len() / 64 * 64;
+    for x in (0..whole).step_by(64) {
+        unsafe {
+            let (mut e, mut h) = (dv, dv);
+            for j in 0..N {
+                if ahead != 0 && j + asked >= N {
+                    _mm_prefetch::<_MM_HINT_T0>(at[j].add(x + ahead) as *const i8);
+                }
+                let v = _mm512_loadu_si512(at[j].add(x) as *const _);
+                e = _mm512_add_epi16(e, _mm512_maddubs_epi16(v, even[j]));
+                h = _mm512_add_epi16(h, _mm512_maddubs_epi16(v, odd[j]));
+            }
+            let qe = _mm512_srl_epi16(mulhi(e, mulv), count);
+            let qo = _mm512_srl_epi16(mulhi(h, mulv), count);
+            _mm512_storeu_si512(o.add(x) as *mut _, _mm512_or_si512(qe, _mm512_slli_epi16::<8>(qo)));
+        }
+    }
+    whole
+}
+
 /// `pmulhuw` as the instruction: from the intrinsic over `pmaddubsw` sums, LLVM widened each
 /// half to dwords and back (two extends, two multiplies and two truncations per vector), which
 /// made `vertical_halves` slower than `vertical_whole`.

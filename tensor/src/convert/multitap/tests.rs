@@ -130,3 +130,71 @@ fn ahead_rows_are_the_rows_new_two_outputs_on() {
         }
     }
 }
+
+/// Each level's kernel that blends a plane's source rows down into one row of bytes (PIL's
+/// filters blended down first, `pil8_down_first`) gives PIL's byte, `⌊(Σ wi · b + 2^21) / 2^22⌋`
+/// with `wi = 2^22 k / D` rounded, for 3×'s and 2.5×'s triangles and others, over lengths
+/// around its steps (a 1080p YUY2 row's 3840 bytes among them); it writes nothing past its
+/// whole steps, and takes no weights whose double passes what its multiply takes.
+#[test]
+fn down_kernels_give_pils_bytes() {
+    type Down = unsafe fn(&[*const u8], &[i16], (u8, (u16, u16)), &mut [u8]) -> usize;
+    #[allow(unused_mut)]
+    let mut levels: Vec<(&str, usize, i16, Down)> = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        if super::super::avx512::detect() {
+            levels.push(("avx512", 64, 63, |r, k, w, o| unsafe {
+                super::super::avx512::down_bytes(r, k, w, o, 0, 0)
+            }));
+        }
+        if super::super::avx2::detect() {
+            levels.push(("avx2", 32, 63, |r, k, w, o| unsafe { super::super::avx2::down_bytes(r, k, w, o) }));
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    levels.push(("neon", 16, 127, |r, k, w, o| unsafe { super::super::neon::down_bytes(r, k, w, o) }));
+    let cases: [&[i16]; 7] = [
+        &[1, 2, 3, 3, 2, 1],
+        &[1, 2, 3, 2, 1],
+        &[1, 5, 9, 7, 3],
+        &[40, 40, 11],
+        &[60, 4, 27],
+        &[1],
+        &[80, 11],
+    ];
+    let mut checked = 0;
+    for &(level, step, most, down) in &levels {
+        for k in cases {
+            let d: i16 = k.iter().sum();
+            let div = crate::convert::plan::divider(d as u16).expect("a divider");
+            let wi: Vec<i64> =
+                k.iter().map(|&k| ((k as f64) * (1u64 << 22) as f64 / d as f64).round() as i64).collect();
+            for n in [16, 40, 64, 96, 650, 3840] {
+                let rows: Vec<Vec<u8>> = (0..k.len())
+                    .map(|r| (0..n).map(|i| ((i * 97 + r * 61 + i * i * 13) % 256) as u8).collect())
+                    .collect();
+                let at: Vec<*const u8> = rows.iter().map(|r| r.as_ptr()).collect();
+                let mut out = vec![0xa5u8; n];
+                let done = unsafe { down(&at, k, (d as u8, div), &mut out) };
+                let what = format!("{level}: weights {k:?} over {d}, {n} bytes");
+                if k.iter().any(|&k| k > most) {
+                    assert_eq!(done, 0, "{what}: weights past the kernel's are left to the loops");
+                    continue;
+                }
+                assert_eq!(done, n / step * step, "{what}");
+                for x in 0..n {
+                    if x >= done {
+                        assert_eq!(out[x], 0xa5, "{what}: byte {x} written past the steps");
+                        continue;
+                    }
+                    let acc: i64 = (0..k.len()).map(|j| wi[j] * rows[j][x] as i64).sum();
+                    let pil = ((acc + (1 << 21)) >> 22).clamp(0, 255);
+                    assert_eq!(out[x] as i64, pil, "{what}: byte {x}");
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(levels.is_empty() || checked > 20_000, "{checked}");
+}

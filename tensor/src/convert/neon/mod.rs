@@ -39,7 +39,7 @@ mod vertical;
 mod whole;
 pub(super) use pack::{pack_bytes, pack_bytes_split, pack_planar};
 pub(super) use quads::{box_quads, dotprod};
-pub(super) use vertical::vertical_bytes;
+pub(super) use vertical::{down_bytes, vertical_bytes};
 pub(super) use whole::whole_taps;
 
 /// A group's components at every content column through its `Shuffle` plan (the arithmetic of

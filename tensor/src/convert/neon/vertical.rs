@@ -28,8 +28,8 @@ pub(in crate::convert) unsafe fn vertical_bytes(
             macro_rules! taps {
                 ($($t:literal)*) => {
                     match k.len() {
-                        $($t => unsafe { halves::<$t>(rows, k, d, div, o, out.len(), &mut ahead) },)*
-                        _ => unsafe { halves::<0>(rows, k, d, div, o, out.len(), &mut ahead) },
+                        $($t => unsafe { halves::<$t, false>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead) },)*
+                        _ => unsafe { halves::<0, false>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead) },
                     }
                 };
             }
@@ -61,16 +61,17 @@ pub(in crate::convert) unsafe fn vertical_bytes(
 }
 
 /// The whole-weight steps over `N` rows (their weights and pointers in registers across the row;
-/// 0: any number, up to `multitap::VTAPS`, from memory). One body per `N`, not inlined (a call
-/// per member and output row). The asking goes through a copy of `ahead`: through the
-/// reference, each step's asking stored it back.
+/// 0: any number, up to `multitap::VTAPS`, from memory), their quotients as floats at `o`, or
+/// (`BYTES`) as bytes. One body per `N`, not inlined (a call per member and output row). The
+/// asking goes through a copy of `ahead`: through the reference, each step's asking stored it
+/// back.
 #[inline(never)]
-unsafe fn halves<const N: usize>(
+unsafe fn halves<const N: usize, const BYTES: bool>(
     rows: &[*const u8],
     k: &[i16],
     d: u8,
     (mul, shift): (u16, u16),
-    o: *mut f32,
+    o: *mut u8,
     len: usize,
     ahead: &mut Trickle,
 ) -> usize {
@@ -102,6 +103,12 @@ unsafe fn halves<const N: usize>(
                 1 => (lo[0], hi[0]),
                 _ => (vaddq_u16(lo[0], lo[1]), vaddq_u16(hi[0], hi[1])),
             };
+            if BYTES {
+                let (lo, hi) = (divide(lo, m, s), divide(hi, m, s));
+                vst1q_u8(o.add(x), vcombine_u8(vmovn_u16(lo), vmovn_u16(hi)));
+                continue;
+            }
+            let o = o as *mut f32;
             for (h, t) in [lo, hi].into_iter().enumerate() {
                 let q = divide(t, m, s);
                 vst1q_f32(o.add(x + 8 * h), vcvtq_f32_u32(vmovl_u16(vget_low_u16(q))));
@@ -111,6 +118,34 @@ unsafe fn halves<const N: usize>(
     }
     *ahead = asking;
     n
+}
+
+/// PIL's vertical pass straight over a plane's source rows into one row of bytes (PIL's filters
+/// blended down first, `multitap::pil8_down_first`) with whole weights (`2k` a byte): `halves`'
+/// steps, their bytes stored. Returns the bytes written (whole steps); 0 where the weights are
+/// not such.
+///
+/// # Safety
+/// Every row pointer is readable for `out.len()` bytes.
+pub(in crate::convert) unsafe fn down_bytes(
+    rows: &[*const u8],
+    k: &[i16],
+    (d, div): (u8, (u16, u16)),
+    out: &mut [u8],
+) -> usize {
+    if k.len() > rows.len() || !k.iter().all(|&k| (0..=127).contains(&k)) {
+        return 0;
+    }
+    let (o, len, mut none) = (out.as_mut_ptr(), out.len(), Trickle::NONE);
+    macro_rules! taps {
+        ($($t:literal)*) => {
+            match k.len() {
+                $($t => unsafe { halves::<$t, true>(rows, k, d, div, o, len, &mut none) },)*
+                _ => unsafe { halves::<0, true>(rows, k, d, div, o, len, &mut none) },
+            }
+        };
+    }
+    taps!(1 2 3 4 5 6 7 8)
 }
 
 #[cfg(test)]

@@ -408,6 +408,11 @@ pub(in crate::convert) struct MultiTap {
     /// Per axis and output row, PIL's whole rows (`Taps::d`): the multiplier and shift of
     /// `whole::divider` for that row's `D`, (0, 0) where the row is not whole or has none.
     pub(in crate::convert) row_div: [Vec<(u16, u16)>; 2],
+    /// PIL's filters blended down before across (`multitap::pil8_down_first`): set by the
+    /// converter for sources whose every row is packed before it is filtered across.
+    pub(in crate::convert) down_first: bool,
+    /// The luma and chroma rows take the same source rows by the same weights (4:2:2, 4:4:4).
+    pub(in crate::convert) same_rows: bool,
 }
 
 impl MultiTap {
@@ -439,6 +444,20 @@ impl MultiTap {
             let mut div = |d: u8| *known.entry(d).or_insert_with(|| super::whole::divider(d as u16));
             rows[a].d.iter().map(|&d| if d == 0 { (0, 0) } else { div(d).unwrap_or((0, 0)) }).collect()
         });
-        MultiTap { cols, rows, base, round_between, groups, row_len, blended: [true; 4], scale, row_div }
+        let same_rows =
+            rows[0].taps == rows[1].taps && rows[0].first == rows[1].first && rows[0].wi == rows[1].wi;
+        MultiTap {
+            cols,
+            rows,
+            base,
+            round_between,
+            groups,
+            row_len,
+            blended: [true; 4],
+            scale,
+            row_div,
+            down_first: false,
+            same_rows,
+        }
     }
 }
