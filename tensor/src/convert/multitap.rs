@@ -208,11 +208,12 @@ pub(super) fn pil8_down_first(
             for (j, at) in at.iter_mut().enumerate().take(kv) {
                 *at = bytes[(first + j) * stride..][..len].as_ptr();
             }
-            let ahead = ahead_bytes(rows, cy, stride, bytes.len());
-            // The lines asked for: of the rows two output rows on brings new, all but the first
-            // (1080p YUY2 → 640, AVX-512, Intel Xeon, three alternations, best of 200: all three
-            // 0.410–0.424 ms on 8 rotating frames, 0.382–0.388 at 900p, 0.488–0.515 on 32; two
-            // 0.371–0.397, 0.371–0.374, 0.515–0.560; none 0.386–0.578 and 0.64–0.67 on 32).
+            let ahead = ahead_bytes_by(rows, cy, DOWN_AHEAD, stride, bytes.len());
+            // The lines asked for: of the rows `DOWN_AHEAD` output rows on brings new, all but
+            // the first (1080p YUY2 → 640, AVX-512, Intel Xeon, three alternations, best of 200,
+            // two rows on: all three 0.410–0.424 ms on 8 rotating frames, 0.382–0.388 at 900p,
+            // 0.488–0.515 on 32; two 0.371–0.397, 0.371–0.374, 0.515–0.560; none 0.386–0.578
+            // and 0.64–0.67 on 32).
             let new = rows.first.get(cy + 1).map_or(kv, |&f| (f as usize - first).min(kv));
             let asked = new.saturating_sub(1).max(1);
             let done = match (rows.d[cy], m.row_div[axis][cy]) {
@@ -299,7 +300,18 @@ pub(super) const MULTI_PREFETCH_AHEAD: usize = 2;
 /// (the driver's `prefetch_multi`, up to 360 lines for RGBA), they held the line-fill buffers and
 /// stalled the kernels behind them on an Intel Xeon (AVX-512 FP16 kind, 2 MiB L2 a core).
 pub(super) fn ahead_bytes(rows: &Taps, cy: usize, stride: usize, len: usize) -> usize {
-    match (rows.first.get(cy), rows.first.get(cy + MULTI_PREFETCH_AHEAD)) {
+    ahead_bytes_by(rows, cy, MULTI_PREFETCH_AHEAD, stride, len)
+}
+
+/// Output rows ahead whose source rows PIL's vertical pass blended down first asks for
+/// (`pil8_down_first`): 2, 4, 6 or 8 rows on, three alternations each (1080p YUY2 → 640,
+/// AVX-512, Intel Xeon, best of 200): 32 frames 0.489–0.493 ms two rows on, 0.468–0.478 four,
+/// 0.475–0.489 six, 0.474–0.503 eight; 8 frames and 900p level within their spread.
+const DOWN_AHEAD: usize = 4;
+
+/// `ahead_bytes` for the source rows of output row `cy + by`.
+fn ahead_bytes_by(rows: &Taps, cy: usize, by: usize, stride: usize, len: usize) -> usize {
+    match (rows.first.get(cy), rows.first.get(cy + by)) {
         (Some(&at), Some(&on)) if on > at && (on as usize + rows.taps - 1) * stride < len => {
             (on - at) as usize * stride
         }
