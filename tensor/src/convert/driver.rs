@@ -403,7 +403,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], ahead, asked| unsafe {
                         avx512::down_bytes(rows, k, whole, out, ahead, asked)
                     };
-                    skip |= down_first_row(c, m, src, cy, s, horiz, down);
+                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down);
                 } else {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, true, horiz, vert);
                 }
@@ -429,19 +429,10 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                      out: &mut [f32],
                      ahead| unsafe { avx2::vertical_bytes(rows, wi, whole, out, ahead) };
                 if m.down_first {
-                    let mut horiz = horiz;
-                    let taken =
-                        |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize, packed: &mut [u8]| {
-                            if takes(g) {
-                                horiz(g, rows, out, ahead, packed)
-                            } else {
-                                0
-                            }
-                        };
                     let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], _, _| unsafe {
                         avx2::down_bytes(rows, k, whole, out)
                     };
-                    skip |= down_first_row(c, m, src, cy, s, taken, down);
+                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down);
                 } else {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vert);
                 }
@@ -464,19 +455,10 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                      out: &mut [f32],
                      ahead| unsafe { neon::vertical_bytes(rows, wi, whole, out, ahead) };
                 if m.down_first {
-                    let mut horiz = horiz;
-                    let taken =
-                        |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize, packed: &mut [u8]| {
-                            if takes(g) {
-                                horiz(g, rows, out, ahead, packed)
-                            } else {
-                                0
-                            }
-                        };
                     let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], _, _| unsafe {
                         neon::down_bytes(rows, k, whole, out)
                     };
-                    skip |= down_first_row(c, m, src, cy, s, taken, down);
+                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down);
                 } else {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vert);
                 }
@@ -484,7 +466,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
             // Blended down first where no level above took the row (the baseline): every byte by
             // the loops of `multitap::pil8_down_first`.
             if m.down_first && skip == 0 {
-                skip |= down_first_row(c, m, src, cy, s, |_, _, _, _, _| 0, no_down);
+                skip |= down_first_row(c, m, src, cy, s, |_| false, |_, _, _, _, _| 0, no_down);
             }
             #[cfg(target_arch = "x86_64")]
             if c.avx2() && !s.ring.sums.is_empty() {
@@ -766,8 +748,8 @@ fn byte_ring_row(
 }
 
 /// Output row `cy` of PIL's filters blended down first (`multitap::pil8_down_first`): the level's
-/// `horiz` (as `byte_ring_row`'s; 0 for a group it has no byte blocks for, which the f32 ring's
-/// blocks then take) and `vert` (0 where it has no kernel). Returns the groups done.
+/// `horiz` for the groups it `takes` (as `byte_ring_row`'s; the f32 ring's blocks take the
+/// others) and `vert` (0 where it has no kernel). Returns the groups done.
 #[allow(clippy::too_many_arguments)]
 fn down_first_row(
     c: &Converter,
@@ -775,11 +757,14 @@ fn down_first_row(
     src: &SrcImage<'_>,
     cy: usize,
     s: &mut Scratch,
+    takes: impl Fn(usize) -> bool,
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize, &mut [u8]) -> usize,
     vert: impl FnMut(&[*const u8], &[i16], (u8, (u16, u16)), &mut [u8], usize, usize) -> usize,
 ) -> u32 {
-    let bytes =
-        |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], packed: &mut [u8]| horiz(g, rows, out, 0, packed);
+    let bytes = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], packed: &mut [u8]| match takes(g) {
+        true => horiz(g, rows, out, 0, packed),
+        false => 0,
+    };
     let across = |g: usize, rows: &[&[u8]], out: &[[*mut f32; 4]], packed: &mut [u8]| {
         multitap_horizontal(c, m, g, rows, out, 0, packed)
     };

@@ -89,7 +89,7 @@ pub(super) fn pil8_row(
         let lead = comps[g.members[0]];
         let axis = usize::from(lead.chroma);
         let (cols, rows) = (&m.cols[axis], &m.rows[axis]);
-        let (kv, kh, n) = (rows.taps, cols.taps, cols.first.len());
+        let (kv, n) = (rows.taps, cols.first.len());
         let first = rows.first[cy] as usize;
         let (bytes, stride) = planes[lead.plane];
         let len = m.row_len[lead.plane];
@@ -117,16 +117,7 @@ pub(super) fn pil8_row(
             for (&row, src) in batch[..count].iter().zip(src) {
                 let at_slot = slot(row, kv);
                 for &k in &g.members {
-                    let step = comps[k].step;
-                    let filtered = &mut ring[k][at_slot * n..][..n];
-                    for x in done..n {
-                        let base = m.base[k][x] as usize;
-                        let mut acc = PIL_HALF;
-                        for j in 0..kh {
-                            acc += cols.wi[x * kh + j] * src[base + step * j] as i32;
-                        }
-                        filtered[x] = (acc >> PIL_SHIFT).clamp(0, 255) as u8;
-                    }
+                    pil_across(&m.base[k], cols, comps[k].step, src, &mut ring[k][at_slot * n..][..n], done);
                 }
             }
         }
@@ -196,7 +187,7 @@ pub(super) fn pil8_down_first(
         let lead = comps[g.members[0]];
         let axis = usize::from(lead.chroma);
         let (cols, rows) = (&m.cols[axis], &m.rows[axis]);
-        let (kv, kh, n) = (rows.taps, cols.taps, cols.first.len());
+        let (kv, n) = (rows.taps, cols.first.len());
         let first = rows.first[cy] as usize;
         let (bytes, stride) = planes[lead.plane];
         let len = m.row_len[lead.plane];
@@ -257,16 +248,8 @@ pub(super) fn pil8_down_first(
         }
         made += (done * g.members.len()) as u64;
         for &k in &g.members {
-            let step = comps[k].step;
             let filtered = &mut ring[k][..n];
-            for x in done..n {
-                let base = m.base[k][x] as usize;
-                let mut acc = PIL_HALF;
-                for j in 0..kh {
-                    acc += cols.wi[x * kh + j] * v[base + step * j] as i32;
-                }
-                filtered[x] = (acc >> PIL_SHIFT).clamp(0, 255) as u8;
-            }
+            pil_across(&m.base[k], cols, comps[k].step, v, filtered, done);
             let from = if into_bytes { 0 } else { done };
             if m.blended[k] {
                 for (o, &b) in out[k][from..n].iter_mut().zip(&filtered[from..]) {
@@ -277,6 +260,21 @@ pub(super) fn pil8_down_first(
         groups |= 1 << gi;
     }
     (groups, made)
+}
+
+/// PIL's horizontal pass of one member by the loops: `out[x]` for `x` from `from` on, from
+/// `src`, the member's samples `step` bytes apart from `base[x]`.
+#[inline(always)]
+fn pil_across(base: &[u32], cols: &Taps, step: usize, src: &[u8], out: &mut [u8], from: usize) {
+    let kh = cols.taps;
+    for x in from..out.len() {
+        let at = base[x] as usize;
+        let mut acc = PIL_HALF;
+        for j in 0..kh {
+            acc += cols.wi[x * kh + j] * src[at + step * j] as i32;
+        }
+        out[x] = (acc >> PIL_SHIFT).clamp(0, 255) as u8;
+    }
 }
 
 /// Whose sums a buffer holds: plane, row weights, first row, span, and whether they were split
