@@ -175,8 +175,9 @@ unsafe fn halves_loop<const ASK: bool, const BYTES: bool>(
 
 /// PIL's vertical pass straight over a plane's source rows into one row of bytes (PIL's filters
 /// blended down first, `multitap::pil8_down_first`), where the doubled whole weights are signed
-/// bytes: `halves`' steps, their bytes stored. (No asks: the L2 streamer takes the rows read
-/// in order.) Returns the bytes written (whole steps); 0 where the weights are not such.
+/// bytes: `halves`' steps, their bytes stored. (It asks for no lines ahead: AVX-512's asks
+/// were not tried at this level.) Returns the bytes written (whole steps); 0 where the weights
+/// are not such.
 ///
 /// # Safety
 /// The CPU has AVX2; every row pointer is readable for `out.len()` bytes.
