@@ -132,10 +132,7 @@ pub(super) fn pil8_row(
                 *at = ring[slot(first + j, kv) * n..][..n].as_ptr();
             }
             let wi = &rows.wi[cy * kv..][..kv];
-            let whole = match (rows.d[cy], m.row_div[axis][cy]) {
-                (0, _) | (_, (0, 0)) => None,
-                (d, div) => Some((&rows.k[cy * kv..][..kv], d, div)),
-            };
+            let whole = m.whole_row(axis, cy);
             let o = &mut out[k][..n];
             let done = match kv <= at.len() {
                 true => vert(&at[..kv], wi, whole, o, ahead.part((i as u32, blended))).min(n),
@@ -207,10 +204,9 @@ pub(super) fn pil8_down_first(
             // and 0.64–0.67 on 32).
             let new = rows.first.get(cy + 1).map_or(kv, |&f| (f as usize - first).min(kv));
             let asked = new.saturating_sub(1).max(1);
-            let done = match (rows.d[cy], m.row_div[axis][cy]) {
-                (0, _) | (_, (0, 0)) => 0,
-                _ if kv > VTAPS => 0,
-                (d, div) => vert(&at[..kv], &rows.k[cy * kv..][..kv], (d, div), v, ahead, asked).min(len),
+            let done = match m.whole_row(axis, cy) {
+                Some((k, d, div)) if kv <= VTAPS => vert(&at[..kv], k, (d, div), v, ahead, asked).min(len),
+                _ => 0,
             };
             // The rest row by row (contiguous, so vectorized at the driver's level).
             let sums = &mut down_sums[..len - done];

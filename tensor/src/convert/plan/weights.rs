@@ -460,4 +460,14 @@ impl MultiTap {
             same_rows,
         }
     }
+
+    /// PIL's whole weights of output row `cy` on `axis`: the weights `k`, `D` and its divider;
+    /// none where the row is not whole or `D` has no divider (`row_div`).
+    pub(in crate::convert) fn whole_row(&self, axis: usize, cy: usize) -> Option<(&[i16], u8, (u16, u16))> {
+        let rows = &self.rows[axis];
+        match (rows.d[cy], self.row_div[axis][cy]) {
+            (0, _) | (_, (0, 0)) => None,
+            (d, div) => Some((&rows.k[cy * rows.taps..][..rows.taps], d, div)),
+        }
+    }
 }
