@@ -2,6 +2,8 @@
 //! ahead, and the stages (sampling per plane, colour and store) dispatched to the converter's
 //! level, whose kernels run where they apply and the baseline loops for the rest. The one place
 //! that knows the levels: they share only the plan (`plan`) and the finish values (`finish`).
+//! The padding's blocks are in `fill.rs`, the multi-tap filters' per-level plans and rows in
+//! `taps.rs`.
 
 // The plane loops index several parallel arrays at once; iterating one of them would only hide
 // the others.
@@ -12,29 +14,30 @@ use super::avx2;
 #[cfg(target_arch = "x86_64")]
 use super::avx512;
 use super::baseline;
-use super::finish::{SendPtr, BLOCK, PATTERN};
+use super::finish::SendPtr;
 use super::hint::prefetch;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-use super::hint::Trickle;
 #[cfg(target_arch = "x86_64")]
 use super::lines::Lines;
 use super::multitap::{self, VTaps};
 #[cfg(target_arch = "aarch64")]
 use super::neon;
-use super::plan::MultiTap;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::plan::{Group, SampleRow};
 use super::{Converter, Scratch, Simd, SrcImage};
 use std::ops::Range;
 
+mod fill;
 mod taps;
+use fill::padding;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use taps::byte_ring_row;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use taps::RingPlan;
 #[cfg(target_arch = "x86_64")]
 use taps::{
     avx2_pil8, pack_rows, rows_first_avx2, rows_first_avx512, split_packs, split_rows, Across, RowsFirst,
 };
-use taps::{multitap_horizontal, multitap_vertical};
+use taps::{down_first_row, multitap_horizontal, multitap_vertical, no_down};
 #[cfg(target_arch = "aarch64")]
 use taps::{neon_pil8, rows_first_w8};
 
@@ -83,27 +86,6 @@ impl<'a> DirectRows<'a> {
     /// pairs `wq`, `single` where its taps are on samples.
     fn row<P>(&self, g: &'a Group, plan: &'a P, wq: &'a [u32], single: bool) -> SampleRow<'a, P> {
         SampleRow { r0: self.r0, r1: self.r1, wy: self.wy, g, plan, wq, single, ahead: self.next }
-    }
-}
-
-/// Padding pixels `x0..x0 + n` of `rows` consecutive destination rows from `y`: one span per
-/// plane where the rows are contiguous, else one per row.
-fn padding(c: &Converter, dst: SendPtr, y: usize, rows: usize, x0: usize, n: usize) {
-    if n == 0 || rows == 0 {
-        return;
-    }
-    let d = &c.dst;
-    let esz = d.dtype.size();
-    let channels = d.colorspace.channels();
-    let (pixel, planes) = if d.chw { (esz, channels) } else { (channels * esz, 1) };
-    let span = n * pixel;
-    let (count, len) = if n == d.width && d.row_stride == span { (1, rows * span) } else { (rows, span) };
-    for (plane, pattern) in c.padding.patterns.iter().enumerate().take(planes) {
-        for r in 0..count {
-            let at = plane * d.plane_stride + (y + r) * d.row_stride + x0 * pixel;
-            // The caller's band holds these rows alone.
-            unsafe { fill_span(c.simd, pattern, c.padding.period, dst.0.add(at), len) };
-        }
     }
 }
 
@@ -710,76 +692,6 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
     }
 }
 
-/// Output row `cy` of PIL's filters through the byte ring (`multitap::pil8_row`) with a level's
-/// horizontal blocks (`horiz`, lent the scratch's rows for packed or split rows) and vertical pass
-/// (`vert`), for the groups `takes` accepts (`pixels_ask`: as `pil8_row`): AVX-512's, AVX2's and
-/// NEON's. Returns the groups done (bit `g`).
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-#[inline(always)]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
-fn byte_ring_row(
-    c: &Converter,
-    m: &MultiTap,
-    src: &SrcImage<'_>,
-    cy: usize,
-    s: &mut Scratch,
-    takes: impl Fn(usize) -> bool,
-    pixels_ask: bool,
-    mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize, &mut [u8]) -> usize,
-    vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [f32], Trickle) -> usize,
-) -> u32 {
-    let packed = &mut s.packed_rows;
-    let lent =
-        |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize| horiz(g, rows, out, ahead, packed);
-    let (groups, made) = multitap::pil8_row(
-        m,
-        &c.comps,
-        &src.planes,
-        cy,
-        &mut s.ring,
-        &mut s.comps,
-        takes,
-        pixels_ask,
-        lent,
-        vert,
-    );
-    s.counts.sampled += made;
-    groups
-}
-
-/// Output row `cy` of PIL's filters blended down first (`multitap::pil8_down_first`): the level's
-/// `horiz` for the groups it `takes` (as `byte_ring_row`'s; the f32 ring's blocks take the
-/// others) and `vert` (0 where it has no kernel). Returns the groups done.
-#[allow(clippy::too_many_arguments)]
-fn down_first_row(
-    c: &Converter,
-    m: &MultiTap,
-    src: &SrcImage<'_>,
-    cy: usize,
-    s: &mut Scratch,
-    takes: impl Fn(usize) -> bool,
-    mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize, &mut [u8]) -> usize,
-    vert: impl FnMut(&[*const u8], &[i16], (u8, (u16, u16)), &mut [u8], usize, usize) -> usize,
-) -> u32 {
-    let bytes = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], packed: &mut [u8]| match takes(g) {
-        true => horiz(g, rows, out, 0, packed),
-        false => 0,
-    };
-    let across = |g: usize, rows: &[&[u8]], out: &[[*mut f32; 4]], packed: &mut [u8]| {
-        multitap_horizontal(c, m, g, rows, out, 0, packed)
-    };
-    let (ring, comps, packed) = (&mut s.ring, &mut s.comps, &mut s.packed_rows[..]);
-    let (groups, made) =
-        multitap::pil8_down_first(m, &c.comps, &src.planes, cy, ring, comps, packed, vert, bytes, across);
-    s.counts.sampled += made;
-    groups
-}
-
-/// No vertical kernel: `multitap::pil8_down_first` blends every byte.
-fn no_down(_: &[*const u8], _: &[i16], _: (u8, (u16, u16)), _: &mut [u8], _: usize, _: usize) -> usize {
-    0
-}
-
 /// `out[x] = row[i0[x]] + w[x] * (row[i1[x]] - row[i0[x]])`: by AVX2 gathers where the level has
 /// them, the rest by the baseline loop.
 #[inline(always)]
@@ -804,38 +716,3 @@ fn pick2(rows: &mut [Lines<f32>; 4], ka: usize, kb: usize) -> [&mut Lines<f32>; 
     let mut all = [Some(r0), Some(r1), Some(r2), Some(r3)];
     [all[ka].take().unwrap(), all[kb].take().unwrap()]
 }
-
-/// Fill `len` bytes at `dst`, which sits at phase 0 of `pattern` (period `period`). Whole blocks are
-/// stored from registers at 64-byte alignment, as wide as `level` allows. Measured against the copy
-/// of a prepared fill row per destination row that this replaced (loads and unaligned stores),
-/// 1920×1080 → 640×640 letterbox here: YUY2 float32 0.183 → 0.173 ms, uint8 0.150 → 0.143; the
-/// same blocks written as byte arrays, which compiled to a memcpy call per block, took 0.189.
-///
-/// # Safety
-/// `dst..dst + len` is writable and no other thread touches it.
-unsafe fn fill_span(level: Simd, pattern: &[u8; PATTERN], period: usize, dst: *mut u8, len: usize) {
-    assert!(
-        BLOCK.is_multiple_of(period) && BLOCK + period <= PATTERN,
-        "period {period} repeats within a block"
-    );
-    let head = dst.align_offset(64).min(len);
-    let blocks = (len - head) / BLOCK;
-    let tail = head + blocks * BLOCK;
-    // Every block starts at the phase the first aligned byte has: BLOCK is a whole number of periods.
-    let block = pattern[head % period..].as_ptr();
-    unsafe {
-        std::ptr::copy_nonoverlapping(pattern.as_ptr(), dst, head);
-        let at = dst.add(head);
-        match level {
-            #[cfg(target_arch = "x86_64")]
-            Simd::Avx512 => avx512::fill(block, at, blocks),
-            #[cfg(target_arch = "x86_64")]
-            Simd::Avx2 => avx2::fill(block, at, blocks),
-            _ => baseline::fill(block, at, blocks),
-        }
-        std::ptr::copy_nonoverlapping(block, dst.add(tail), len - tail);
-    }
-}
-
-#[cfg(test)]
-mod tests;

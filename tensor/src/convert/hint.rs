@@ -51,17 +51,41 @@ fn ask_window<const H: i32>(rows: &[*const u8], at: usize, wide: bool) {
     }
 }
 
-/// `prefetch_window` into the first-level cache (x86 T0). PIL's whole blocks at AVX-512
-/// (`avx512::whole_bytes`), which read three rows at a time and keep nothing of them, measured
-/// best with it: engine, uint8 `bilinear-antialias`, Zen 5, best of 80, alternated three times,
-/// NTA → T0, RGBA hot 0.310–0.313 → 0.278–0.291 ms, 8 rotating frames 0.356–0.390 →
-/// 0.305–0.362, NV12 on 32 frames 0.205–0.212 → 0.197–0.200 (the others level); the quad blocks
-/// measured worse with it than with NTA (`area`, NV12 hot 0.119–0.121 → 0.131–0.137, YUY2
-/// 0.155–0.158 → 0.171–0.180). (aarch64: `prefetch`'s `pldl1keep`.)
+/// `prefetch_window` for PIL's whole blocks at AVX-512 (`avx512::whole_bytes`), which read
+/// three rows at a time and keep nothing of them: into the first-level cache (x86 T0) where
+/// `near` (`whole_near`), else `prefetch`'s T1. On Zen 5 T0 measured best (engine, uint8
+/// `bilinear-antialias`, best of 80, alternated three times, NTA → T0: RGBA hot 0.310–0.313 →
+/// 0.278–0.291 ms, 8 rotating frames 0.356–0.390 → 0.305–0.362, NV12 on 32 frames 0.205–0.212
+/// → 0.197–0.200, the others level; T1 below T0); on the Intel Xeon T1 did (docs/benchmark-log.md,
+/// "The whole blocks' asks on Intel"). The quad blocks measured worse with T0 than with NTA
+/// (`area`, NV12 hot 0.119–0.121 → 0.131–0.137, YUY2 0.155–0.158 → 0.171–0.180). (aarch64:
+/// `prefetch`'s `pldl1keep`.)
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
-pub(super) fn prefetch_window_near(rows: &[*const u8], at: usize, wide: bool) {
-    ask_window::<T0>(rows, at, wide);
+pub(super) fn prefetch_window_near(rows: &[*const u8], at: usize, wide: bool, near: bool) {
+    match near {
+        true => ask_window::<T0>(rows, at, wide),
+        false => ask_window::<T1>(rows, at, wide),
+    }
+}
+
+/// Whether `prefetch_window_near` asks by T0: on AMD's cores, where it measured best, and not on
+/// Intel's, where T1 did. `EDGEFIRST_CONVERT_NEAR=0` or `1` chooses either on any CPU (to
+/// compare them).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(super) fn whole_near() -> bool {
+    static NEAR: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *NEAR.get_or_init(|| chosen_or_amd("EDGEFIRST_CONVERT_NEAR"))
+}
+
+/// `0` or `1` in environment variable `var`, else whether the CPU is AMD's.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn chosen_or_amd(var: &str) -> bool {
+    match std::env::var(var).as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => amd(),
+    }
 }
 
 /// `prefetch_window` for a kernel that reads the lines once: x86 NTA (into the first-level
@@ -92,11 +116,7 @@ pub(super) fn prefetch_window_once(rows: &[*const u8], at: usize, wide: bool, nt
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) fn once_by_nta() -> bool {
     static NTA_ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *NTA_ONCE.get_or_init(|| match std::env::var("EDGEFIRST_CONVERT_NTA").as_deref() {
-        Ok("0") => false,
-        Ok("1") => true,
-        _ => amd(),
-    })
+    *NTA_ONCE.get_or_init(|| chosen_or_amd("EDGEFIRST_CONVERT_NTA"))
 }
 
 /// The CPU's vendor is AMD (`AuthenticAMD` from CPUID leaf 0).
@@ -224,11 +244,11 @@ impl Trickle {
 mod tests {
     use super::Trickle;
 
-    /// The vendor `once_by_nta` goes by is the one the kernel reports for every CPU (Linux's
-    /// /proc/cpuinfo `vendor_id`), and the hint follows it unless the variable chooses.
+    /// The vendor `once_by_nta` and `whole_near` go by is the one the kernel reports for every CPU (Linux's
+    /// /proc/cpuinfo `vendor_id`), and each hint follows it unless its variable chooses.
     #[test]
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    fn nta_follows_the_vendor() {
+    fn hints_follow_the_vendor() {
         let info = std::fs::read_to_string("/proc/cpuinfo").expect("/proc/cpuinfo");
         let vendors: std::collections::BTreeSet<&str> = info
             .lines()
@@ -238,13 +258,17 @@ mod tests {
         assert_eq!(vendors.len(), 1, "one vendor: {vendors:?}");
         let vendor = *vendors.first().unwrap();
         assert_eq!(super::amd(), vendor == "AuthenticAMD", "vendor {vendor}");
-        let chosen = std::env::var("EDGEFIRST_CONVERT_NTA").ok();
-        let want = match chosen.as_deref() {
-            Some("0") => false,
-            Some("1") => true,
-            _ => vendor == "AuthenticAMD",
-        };
-        assert_eq!(super::once_by_nta(), want, "vendor {vendor}, EDGEFIRST_CONVERT_NTA {chosen:?}");
+        for (var, hint) in
+            [("EDGEFIRST_CONVERT_NTA", super::once_by_nta()), ("EDGEFIRST_CONVERT_NEAR", super::whole_near())]
+        {
+            let chosen = std::env::var(var).ok();
+            let want = match chosen.as_deref() {
+                Some("0") => false,
+                Some("1") => true,
+                _ => vendor == "AuthenticAMD",
+            };
+            assert_eq!(hint, want, "vendor {vendor}, {var} {chosen:?}");
+        }
     }
 
     /// The parts of a span cover each of its lines once, and pacing asks for all of them in the

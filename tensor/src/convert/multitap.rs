@@ -93,7 +93,11 @@ pub(super) fn pil8_row(
         let first = rows.first[cy] as usize;
         let (bytes, stride) = planes[lead.plane];
         let len = m.row_len[lead.plane];
-        let ahead = ahead_bytes(rows, cy, stride, bytes.len());
+        // The pixels' blocks ask for themselves (`pixels_ask`: AVX-512's RGB and RGBA), the
+        // others through the vertical pass's trickle too.
+        let asks = pixels_ask && g.compact.is_none() && g.members.len() > 2;
+        let by = if asks { MULTI_PREFETCH_AHEAD } else { TRICKLED_AHEAD };
+        let ahead = ahead_bytes_by(rows, cy, by, stride, bytes.len());
         let end = fill_end(rows, cy);
         let mut r = first;
         while r < first + kv {
@@ -121,7 +125,6 @@ pub(super) fn pil8_row(
                 }
             }
         }
-        let asks = pixels_ask && g.compact.is_none() && g.members.len() > 2;
         let asked = if asks { 0..0 } else { ahead_rows(rows, cy, stride) };
         let ahead = Trickle::over(bytes, asked).part(g.part);
         let blended = g.members.iter().filter(|&&k| m.blended[k]).count() as u32;
@@ -278,13 +281,22 @@ fn pil_across(base: &[u32], cols: &Taps, step: usize, src: &[u8], out: &mut [u8]
 type SumsOf<'a> = (usize, &'a [i16], usize, (usize, usize), bool);
 
 /// Output rows ahead whose source rows the multi-tap kernels ask for (`ahead_bytes`, and the
-/// driver's `prefetch_multi` for the loops).
+/// driver's `prefetch_multi` for the loops; PIL's blocks beside a trickle: `TRICKLED_AHEAD`).
 /// Measured on 32 rotating 1080p frames (engine, uint8, AVX-512; NV12 / YUY2 / RGBA), all at once
 /// before the row (the AMD machine of docs/benchmark-log.md): area none
 /// 0.334 / 0.400 / 0.550 ms, 1 row 0.267 / 0.340 / 0.561, 2 rows 0.259 / 0.339 / 0.572, 4 rows
 /// 0.257 / 0.321 / 0.547, 8 rows 0.275 / 0.336 / 0.549; bilinear-antialias none 0.535 / 0.642 /
 /// 0.830, 2 rows 0.403 / 0.515 / 0.774.
 pub(super) const MULTI_PREFETCH_AHEAD: usize = 2;
+
+/// Output rows ahead whose source rows PIL's horizontal blocks ask for among their loads
+/// (`pil8_row`) where the vertical pass's trickle asks for the rows `MULTI_PREFETCH_AHEAD` on:
+/// one, the rows the trickle of the row before asked for. Engine, uint8 `bilinear-antialias`,
+/// AVX-512, Intel Xeon, best of 1000, three alternations (ms), one row on against two: NV12 32
+/// frames 0.361–0.371 against 0.406–0.410 (none: 0.415–0.428), AVX2 0.482–0.484 against
+/// 0.518–0.526; 900p 0.347–0.356 against 0.357–0.364; 8 frames level. Where the blocks ask for
+/// themselves alone (RGBA), one row on was slower (900p 0.437–0.454 against 0.425–0.432).
+const TRICKLED_AHEAD: usize = 1;
 
 /// How far the source rows output row `cy + MULTI_PREFETCH_AHEAD` reads lie past those row `cy`
 /// reads, in bytes of a plane of `len` bytes, rows `stride` apart; 0 where there is no such row

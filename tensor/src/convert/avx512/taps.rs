@@ -5,7 +5,7 @@
 
 #![allow(clippy::needless_range_loop)]
 
-use crate::convert::hint::{prefetch_window, prefetch_window_near};
+use crate::convert::hint::{prefetch_window, prefetch_window_near, whole_near};
 use crate::convert::plan::{Blocks, Whole, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT};
 use std::arch::x86_64::*;
 
@@ -298,11 +298,12 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize>(
     assert!(plan.table.len() >= blocks && plan.table[..blocks].iter().all(|&t| (t as usize) < tables));
     assert!(plan.tied.iter().all(|&b| (b as usize) < blocks), "tied blocks are blocks");
     let row: [*const u8; R] = std::array::from_fn(|i| rows[i].as_ptr());
+    let asks = (ahead, ahead != 0 && whole_near());
     match pairs {
-        2 => plain_blocks::<NARROW, M, R, 2>(&row, plan, out, ahead, blocks),
-        3 => plain_blocks::<NARROW, M, R, 3>(&row, plan, out, ahead, blocks),
-        4 => plain_blocks::<NARROW, M, R, 4>(&row, plan, out, ahead, blocks),
-        _ => plain_blocks::<NARROW, M, R, 0>(&row, plan, out, ahead, blocks),
+        2 => plain_blocks::<NARROW, M, R, 2>(&row, plan, out, asks, blocks),
+        3 => plain_blocks::<NARROW, M, R, 3>(&row, plan, out, asks, blocks),
+        4 => plain_blocks::<NARROW, M, R, 4>(&row, plan, out, asks, blocks),
+        _ => plain_blocks::<NARROW, M, R, 0>(&row, plan, out, asks, blocks),
     }
     // The tied blocks after the others, so that those test nothing per block: tested in the
     // loop above (2.5×'s two edge blocks tied in a row of 20), 900p RGBA antialias went 0.569 →
@@ -321,7 +322,7 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize>(
 }
 
 /// The plain blocks (whole, no ties) of `whole_blocks`, the first `blocks`, asking for every
-/// block's window `ahead` bytes on. With `P` pairs (not 0: `plan.pairs`), a table is held in
+/// block's window `ahead` bytes on (by T0 where `near`: `hint::prefetch_window_near`). With `P` pairs (not 0: `plan.pairs`), a table is held in
 /// registers while the blocks share it (`Whole::table`): loaded for each block, the table's
 /// nine vectors (three pairs) took a fixed 1.7 ns a block against 1 ns a block and row for the
 /// rest (three rows in L1, 3× gray), and in L1 the blocks went 1.54 → 1.34 ns a block and row
@@ -334,7 +335,7 @@ unsafe fn plain_blocks<const NARROW: bool, const M: usize, const R: usize, const
     row: &[*const u8; R],
     plan: &Whole,
     out: &[[*mut u8; 4]],
-    ahead: usize,
+    (ahead, near): (usize, bool),
     blocks: usize,
 ) {
     let mut held = (usize::MAX, Held::<P>::EMPTY);
@@ -342,8 +343,7 @@ unsafe fn plain_blocks<const NARROW: bool, const M: usize, const R: usize, const
         let base = *plan.bases.get_unchecked(b) as usize;
         // Every block's window, whole or not: the rows' lines in order, a few per block.
         if ahead != 0 {
-            // T0 (`hint::prefetch_near`): measured best here, against T1 and NTA.
-            prefetch_window_near(row, base + ahead, !NARROW);
+            prefetch_window_near(row, base + ahead, !NARROW, near);
         }
         if *plan.plain.get_unchecked(b) {
             if P == 0 {

@@ -1,6 +1,8 @@
 //! Host tests of which source rows the multi-tap passes fill per call and ask for ahead.
 use super::super::plan::{multi_axis, Filter};
-use super::{ahead_bytes, ahead_rows, box_asks, MULTI_PREFETCH_AHEAD, TRICKLE_FROM};
+use super::{
+    ahead_bytes, ahead_bytes_by, ahead_rows, box_asks, MULTI_PREFETCH_AHEAD, TRICKLED_AHEAD, TRICKLE_FROM,
+};
 use crate::preprocess::Interpolation;
 
 /// `pil8_row`'s filling of the byte ring (`next_rows` up to `fill_end`): every source row
@@ -55,38 +57,49 @@ fn the_ring_fills_three_rows_a_call() {
     }
 }
 
-/// The distance points at the first row output row `cy + MULTI_PREFETCH_AHEAD` reads, and is
-/// 0 where that row's taps pass the plane's last row or there is no such output row.
+/// The distance points at the first row output row `cy + by` reads (`by`: the two distances the
+/// kernels ask at, `ahead_bytes`'s and `TRICKLED_AHEAD`), and is 0 where that row's taps pass the
+/// plane's last row or there is no such output row.
 #[test]
-fn ahead_bytes_points_at_the_rows_two_outputs_on() {
+fn ahead_bytes_points_at_the_rows_of_a_later_output() {
     let stride = 1920;
     for interp in [Interpolation::Area, Interpolation::BilinearAntialias] {
         // 1080 rows to 360 (3×) and 900 to 360 (2.5×), every source row available.
         for (rows, n) in [(1080, 360), (900, 360)] {
             let t = multi_axis(n, 0, rows, 1, 0, rows - 1, Filter::of(interp, true).unwrap(), 0.0);
             let len = rows * stride;
-            let mut pointed = 0;
-            for cy in 0..n {
-                let a = ahead_bytes(&t, cy, stride, len);
-                let Some(&on) = t.first.get(cy + MULTI_PREFETCH_AHEAD) else {
-                    assert_eq!(a, 0, "no output row {} ahead of {cy}", cy + MULTI_PREFETCH_AHEAD);
-                    continue;
+            for by in [MULTI_PREFETCH_AHEAD, TRICKLED_AHEAD] {
+                let at = |cy: usize, len: usize| match by == MULTI_PREFETCH_AHEAD {
+                    true => ahead_bytes(&t, cy, stride, len),
+                    false => ahead_bytes_by(&t, cy, by, stride, len),
                 };
-                if a == 0 {
-                    continue;
+                let mut pointed = 0;
+                for cy in 0..n {
+                    let a = at(cy, len);
+                    let Some(&on) = t.first.get(cy + by) else {
+                        assert_eq!(a, 0, "no output row {} ahead of {cy}", cy + by);
+                        continue;
+                    };
+                    if a == 0 {
+                        continue;
+                    }
+                    pointed += 1;
+                    assert_eq!(a % stride, 0);
+                    assert_eq!(
+                        t.first[cy] as usize + a / stride,
+                        on as usize,
+                        "{interp:?} {rows} row {cy} by {by}"
+                    );
+                    assert!((on as usize + t.taps - 1) * stride < len, "inside the plane");
                 }
-                pointed += 1;
-                assert_eq!(a % stride, 0);
-                assert_eq!(t.first[cy] as usize + a / stride, on as usize, "{interp:?} {rows} row {cy}");
-                assert!((on as usize + t.taps - 1) * stride < len, "inside the plane");
-            }
-            assert!(pointed >= n - 2 * MULTI_PREFETCH_AHEAD - t.taps, "{interp:?} {rows}: {pointed}");
-            // A plane that ends before the last rows' taps: no distance reaches past it.
-            let short = (t.first[n / 2] as usize + 1) * stride;
-            for cy in 0..n {
-                let a = ahead_bytes(&t, cy, stride, short);
-                let rows_read = t.first[cy] as usize + a / stride + t.taps - 1;
-                assert!(a == 0 || rows_read * stride < short, "{interp:?} row {cy}");
+                assert!(pointed >= n - 2 * by - t.taps, "{interp:?} {rows} by {by}: {pointed}");
+                // A plane that ends before the last rows' taps: no distance reaches past it.
+                let short = (t.first[n / 2] as usize + 1) * stride;
+                for cy in 0..n {
+                    let a = at(cy, short);
+                    let rows_read = t.first[cy] as usize + a / stride + t.taps - 1;
+                    assert!(a == 0 || rows_read * stride < short, "{interp:?} row {cy} by {by}");
+                }
             }
         }
     }
