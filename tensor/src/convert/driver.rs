@@ -411,8 +411,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                      out: &mut [f32],
                      ahead| unsafe { avx2::vertical_bytes(rows, wi, whole, out, ahead) };
                 if m.down_first {
-                    let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], _, _| unsafe {
-                        avx2::down_bytes(rows, k, whole, out)
+                    let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], ahead, asked| unsafe {
+                        avx2::down_bytes(rows, k, whole, out, ahead, asked)
                     };
                     skip |= down_first_row(c, m, src, cy, s, takes, horiz, down);
                 } else {

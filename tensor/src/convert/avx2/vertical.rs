@@ -1,7 +1,7 @@
 //! The AVX2 level's PIL vertical pass over the byte ring (`multitap::pil8_row`).
 
 use super::whole::mulhi;
-use crate::convert::hint::Trickle;
+use crate::convert::hint::{prefetch, Trickle};
 use crate::convert::plan::{PIL_HALF, PIL_SHIFT};
 use std::arch::x86_64::*;
 
@@ -46,8 +46,8 @@ unsafe fn vertical_bytes_of<const ASK: bool>(
             macro_rules! taps {
                 ($($t:literal)*) => {
                     match rows.len() {
-                        $($t => unsafe { halves::<$t, ASK, false>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead) },)*
-                        _ => unsafe { halves_any::<ASK, false>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead) },
+                        $($t => unsafe { halves::<$t, ASK, false>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead, (0, 0)) },)*
+                        _ => unsafe { halves_any::<ASK, false>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead, (0, 0)) },
                     }
                 };
             }
@@ -96,6 +96,7 @@ unsafe fn halves<const N: usize, const ASK: bool, const BYTES: bool>(
     o: *mut u8,
     len: usize,
     ahead: &mut Trickle,
+    own: (usize, usize),
 ) -> usize {
     let at: [*const u8; N] = std::array::from_fn(|j| rows[j]);
     let (mut even, mut odd) = ([_mm256_setzero_si256(); N], [_mm256_setzero_si256(); N]);
@@ -103,7 +104,7 @@ unsafe fn halves<const N: usize, const ASK: bool, const BYTES: bool>(
         even[j] = _mm256_set1_epi16(2 * k[j]);
         odd[j] = _mm256_set1_epi16((2 * k[j]) << 8);
     }
-    unsafe { halves_loop::<ASK, BYTES>(&at, &even, &odd, d, div, o, len, ahead) }
+    unsafe { halves_loop::<ASK, BYTES>(&at, &even, &odd, d, div, o, len, ahead, own) }
 }
 
 /// `halves` for any number of rows up to 64 (`multitap::VTAPS`).
@@ -116,6 +117,7 @@ unsafe fn halves_any<const ASK: bool, const BYTES: bool>(
     o: *mut u8,
     len: usize,
     ahead: &mut Trickle,
+    own: (usize, usize),
 ) -> usize {
     let (mut even, mut odd) = ([_mm256_setzero_si256(); 64], [_mm256_setzero_si256(); 64]);
     let n = k.len().min(64);
@@ -123,7 +125,7 @@ unsafe fn halves_any<const ASK: bool, const BYTES: bool>(
         even[j] = _mm256_set1_epi16(2 * k[j]);
         odd[j] = _mm256_set1_epi16((2 * k[j]) << 8);
     }
-    unsafe { halves_loop::<ASK, BYTES>(&rows[..n], &even[..n], &odd[..n], d, div, o, len, ahead) }
+    unsafe { halves_loop::<ASK, BYTES>(&rows[..n], &even[..n], &odd[..n], d, div, o, len, ahead, own) }
 }
 
 #[inline(always)]
@@ -137,8 +139,10 @@ unsafe fn halves_loop<const ASK: bool, const BYTES: bool>(
     o: *mut u8,
     len: usize,
     ahead: &mut Trickle,
+    (on, asked): (usize, usize),
 ) -> usize {
     let n = len / 32 * 32;
+    let asking = &rows[rows.len() - asked.min(rows.len())..];
     let (dv, mulv, count) =
         (_mm256_set1_epi16(d as i16), _mm256_set1_epi16(mul as i16), _mm_cvtsi32_si128(shift as i32));
     let per = ahead.pace(n / 32);
@@ -146,6 +150,11 @@ unsafe fn halves_loop<const ASK: bool, const BYTES: bool>(
     for x in (0..n).step_by(32) {
         if ASK {
             ahead.ask(per);
+        }
+        if BYTES && on != 0 && x % 64 == 0 {
+            for &r in asking {
+                prefetch(r.wrapping_add(x + on));
+            }
         }
         unsafe {
             let (mut e, mut h) = (dv, dv);
@@ -175,9 +184,9 @@ unsafe fn halves_loop<const ASK: bool, const BYTES: bool>(
 
 /// PIL's vertical pass straight over a plane's source rows into one row of bytes (PIL's filters
 /// blended down first, `multitap::pil8_down_first`), where the doubled whole weights are signed
-/// bytes: `halves`' steps, their bytes stored. (It asks for no lines ahead: AVX-512's asks
-/// were not tried at this level.) Returns the bytes written (whole steps); 0 where the weights
-/// are not such.
+/// bytes: `halves`' steps, their bytes stored, asking for the line `ahead` bytes on in the last
+/// `asked` rows every other step (as `avx512::down_bytes`). Returns the bytes written (whole
+/// steps); 0 where the weights are not such.
 ///
 /// # Safety
 /// The CPU has AVX2; every row pointer is readable for `out.len()` bytes.
@@ -187,6 +196,8 @@ pub(in crate::convert) unsafe fn down_bytes(
     k: &[i16],
     (d, div): (u8, (u16, u16)),
     out: &mut [u8],
+    ahead: usize,
+    asked: usize,
 ) -> usize {
     if k.len() > rows.len() || !k.iter().all(|&k| (0..=63).contains(&k)) {
         return 0;
@@ -195,8 +206,8 @@ pub(in crate::convert) unsafe fn down_bytes(
     macro_rules! taps {
         ($($t:literal)*) => {
             match k.len() {
-                $($t => unsafe { halves::<$t, false, true>(rows, k, d, div, o, len, &mut none) },)*
-                _ => unsafe { halves_any::<false, true>(rows, k, d, div, o, len, &mut none) },
+                $($t => unsafe { halves::<$t, false, true>(rows, k, d, div, o, len, &mut none, (ahead, asked)) },)*
+                _ => unsafe { halves_any::<false, true>(rows, k, d, div, o, len, &mut none, (ahead, asked)) },
             }
         };
     }

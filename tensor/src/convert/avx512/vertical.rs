@@ -4,7 +4,7 @@
 
 #![allow(clippy::needless_range_loop)]
 
-use crate::convert::hint::Trickle;
+use crate::convert::hint::{prefetch, Trickle};
 use crate::convert::multitap::VTaps;
 use crate::convert::plan::{PIL_HALF, PIL_SHIFT};
 use std::arch::x86_64::*;
@@ -295,7 +295,10 @@ unsafe fn vertical_halves<const N: usize, const ASK: bool>(
 /// bytes: each row's 64 bytes into two `pmaddubsw` (even and odd bytes, as `vertical_halves`),
 /// the quotients merged into the 64 bytes in order and stored as they are. Each step asks for
 /// the line `ahead` bytes on in the last `asked` rows (the rows new to the output row after
-/// next). Returns the bytes it wrote (whole steps); 0 where the weights are not such.
+/// next), by `hint::prefetch`'s T1: against T0, 1080p YUY2 → 640 on this Intel Xeon (engine,
+/// uint8 `bilinear-antialias`, best of 1000, three alternations) 32 frames 0.527–0.559 →
+/// 0.490–0.529 ms, 8 frames 0.388–0.406 → 0.375–0.398, 900p 0.377–0.381 → 0.358–0.375.
+/// Returns the bytes it wrote (whole steps); 0 where the weights are not such.
 ///
 /// # Safety
 /// The CPU has AVX-512 (F, BW); every row pointer is readable for `out.len()` bytes.
@@ -347,7 +350,7 @@ unsafe fn down_steps<const N: usize>(
             let (mut e, mut h) = (dv, dv);
             for j in 0..N {
                 if ahead != 0 && j + asked >= N {
-                    _mm_prefetch::<_MM_HINT_T0>(at[j].add(x + ahead) as *const i8);
+                    prefetch(at[j].wrapping_add(x + ahead));
                 }
                 let v = _mm512_loadu_si512(at[j].add(x) as *const _);
                 e = _mm512_add_epi16(e, _mm512_maddubs_epi16(v, even[j]));

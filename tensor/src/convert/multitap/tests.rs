@@ -148,7 +148,9 @@ fn ahead_rows_are_the_rows_new_two_outputs_on() {
 /// filters blended down first, `pil8_down_first`) gives PIL's byte, `⌊(Σ wi · b + 2^21) / 2^22⌋`
 /// with `wi = 2^22 k / D` rounded, for 3×'s and 2.5×'s triangles and others, over lengths
 /// around its steps (a 1080p YUY2 row's 3840 bytes among them); it writes nothing past its
-/// whole steps, and takes no weights whose double passes what its multiply takes.
+/// whole steps, and takes no weights whose double passes what its multiply takes. The x86 levels
+/// ask for lines a row on as they go (hints past the rows' ends included): the bytes are the
+/// same.
 #[test]
 fn down_kernels_give_pils_bytes() {
     type Down = unsafe fn(&[*const u8], &[i16], (u8, (u16, u16)), &mut [u8]) -> usize;
@@ -158,11 +160,13 @@ fn down_kernels_give_pils_bytes() {
     {
         if super::super::avx512::detect() {
             levels.push(("avx512", 64, 63, |r, k, w, o| unsafe {
-                super::super::avx512::down_bytes(r, k, w, o, 0, 0)
+                super::super::avx512::down_bytes(r, k, w, o, 3840, 2)
             }));
         }
         if super::super::avx2::detect() {
-            levels.push(("avx2", 32, 63, |r, k, w, o| unsafe { super::super::avx2::down_bytes(r, k, w, o) }));
+            levels.push(("avx2", 32, 63, |r, k, w, o| unsafe {
+                super::super::avx2::down_bytes(r, k, w, o, 3840, 2)
+            }));
         }
     }
     #[cfg(target_arch = "aarch64")]
