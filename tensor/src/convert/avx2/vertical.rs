@@ -88,6 +88,7 @@ unsafe fn vertical_bytes_of<const ASK: bool>(
 /// and widened to floats, or (`BYTES`, `o` a row of bytes) stored as they are. Returns the
 /// outputs written.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn halves<const N: usize, const ASK: bool, const BYTES: bool>(
     rows: &[*const u8],
     k: &[i16],
@@ -109,6 +110,7 @@ unsafe fn halves<const N: usize, const ASK: bool, const BYTES: bool>(
 
 /// `halves` for any number of rows up to 64 (`multitap::VTAPS`).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn halves_any<const ASK: bool, const BYTES: bool>(
     rows: &[*const u8],
     k: &[i16],
