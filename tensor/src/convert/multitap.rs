@@ -200,13 +200,16 @@ pub(super) fn pil8_down_first(
                 *at = bytes[(first + j) * stride..][..len].as_ptr();
             }
             let ahead = ahead_bytes_by(rows, cy, DOWN_AHEAD, stride, bytes.len());
-            // The lines asked for: of the rows `DOWN_AHEAD` output rows on brings new, all but
-            // the first (1080p YUY2 → 640, AVX-512, Intel Xeon, three alternations, best of 200,
-            // two rows on: all three 0.410–0.424 ms on 8 rotating frames, 0.382–0.388 at 900p,
-            // 0.488–0.515 on 32; two 0.371–0.397, 0.371–0.374, 0.515–0.560; none 0.386–0.578
-            // and 0.64–0.67 on 32).
+            // The lines asked for: of every row `DOWN_AHEAD` output rows on brings new. By T0
+            // (the kernels' hint before), all but the first measured best (1080p YUY2 → 640,
+            // AVX-512, Intel Xeon, three alternations, best of 200, two rows on: all three
+            // 0.410–0.424 ms on 8 rotating frames, 0.382–0.388 at 900p, 0.488–0.515 on 32; two
+            // 0.371–0.397, 0.371–0.374, 0.515–0.560; none 0.386–0.578 and 0.64–0.67 on 32); by
+            // T1, all of them (best of 1000, four rows on, all three against two: 32 frames
+            // 0.429–0.477 against 0.441–0.504, 8 frames 0.337–0.362 against 0.349–0.365, 900p
+            // level; AVX2 32 frames 0.476–0.513 against 0.513–0.540).
             let new = rows.first.get(cy + 1).map_or(kv, |&f| (f as usize - first).min(kv));
-            let asked = new.saturating_sub(1).max(1);
+            let asked = new.max(1);
             let done = match m.whole_row(axis, cy) {
                 Some((k, d, div)) if kv <= VTAPS => vert(&at[..kv], k, (d, div), v, ahead, asked).min(len),
                 _ => 0,
