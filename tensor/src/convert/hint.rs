@@ -57,7 +57,7 @@ fn ask_window<const H: i32>(rows: &[*const u8], at: usize, wide: bool) {
 /// `bilinear-antialias`, best of 80, alternated three times, NTA → T0: RGBA hot 0.310–0.313 →
 /// 0.278–0.291 ms, 8 rotating frames 0.356–0.390 → 0.305–0.362, NV12 on 32 frames 0.205–0.212
 /// → 0.197–0.200, the others level; T1 below T0); on the Intel Xeon T1 did (docs/benchmark-log.md,
-/// "The whole blocks' asks on Intel"). The quad blocks measured worse with T0 than with NTA
+/// "The whole blocks' asks on Intel"), and on Zen 4 (`whole_near`). The quad blocks measured worse with T0 than with NTA
 /// (`area`, NV12 hot 0.119–0.121 → 0.131–0.137, YUY2 0.155–0.158 → 0.171–0.180). (aarch64:
 /// `prefetch`'s `pldl1keep`.)
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -69,22 +69,25 @@ pub(super) fn prefetch_window_near(rows: &[*const u8], at: usize, wide: bool, ne
     }
 }
 
-/// Whether `prefetch_window_near` asks by T0: on AMD's cores, where it measured best, and not on
-/// Intel's, where T1 did. `EDGEFIRST_CONVERT_NEAR=0` or `1` chooses either on any CPU (to
-/// compare them).
+/// Whether `prefetch_window_near` asks by T0: on Zen 5, where it measured best, and not on
+/// Intel's cores or Zen 4, where T1 did (Zen 4, 2 vCPUs, 32 MiB L3: engine, uint8
+/// `bilinear-antialias`, best of 200, alternated twice, T0 → T1: RGBA 8 rotating frames
+/// 0.686–0.720 → 0.465–0.516 ms, 32 frames 0.745–0.768 → 0.476–0.483, hot 0.451–0.470 →
+/// 0.418–0.435; NV12 32 frames 0.359–0.375 → 0.310–0.326, 8 frames and hot level).
+/// `EDGEFIRST_CONVERT_NEAR=0` or `1` chooses either on any CPU (to compare them).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) fn whole_near() -> bool {
     static NEAR: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *NEAR.get_or_init(|| chosen_or_amd("EDGEFIRST_CONVERT_NEAR"))
+    *NEAR.get_or_init(|| chosen_or_zen5("EDGEFIRST_CONVERT_NEAR"))
 }
 
-/// `0` or `1` in environment variable `var`, else whether the CPU is AMD's.
+/// `0` or `1` in environment variable `var`, else whether the CPU is a Zen 5.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-fn chosen_or_amd(var: &str) -> bool {
+fn chosen_or_zen5(var: &str) -> bool {
     match std::env::var(var).as_deref() {
         Ok("0") => false,
         Ok("1") => true,
-        _ => amd(),
+        _ => zen5(),
     }
 }
 
@@ -103,37 +106,51 @@ pub(super) fn prefetch_window_once(rows: &[*const u8], at: usize, wide: bool, nt
     }
 }
 
-/// Whether `prefetch_window_once` asks by NTA: on AMD's cores, where it measured best, and not on
-/// Intel's, where it made every `area` frame three times slower. Engine, uint8 `area` at
-/// AVX-512 with VNNI, Intel Xeon (family 6, AVX-512 FP16 and AMX: a Sapphire Rapids class
-/// server core), best of 60, twice each, NTA → T1 (T0 and T2 within 5 % of T1): NV12 hot
-/// 0.824–0.827 → 0.238–0.240 ms, 32 rotating frames 0.887–0.913 → 0.386–0.388; YUY2 hot 0.911 →
-/// 0.296, on 32 1.08–1.10 → 0.48–0.50; RGBA hot 1.45–1.47 → 0.37–0.38, on 32 1.83–1.88 →
-/// 0.68–0.70. Hot frames there were as slow as frames from DRAM: the lines an NTA hint brings
-/// are the first to go, from the first-level cache only, and the quad blocks ask a whole row
-/// ahead of their loads (the likely reason; not measured further). `EDGEFIRST_CONVERT_NTA=0`
-/// or `1` chooses either on any CPU (to compare them).
+/// Whether `prefetch_window_once` asks by NTA: on Zen 5, where it measured best, and not on
+/// Intel's cores, where it made every `area` frame three times slower, nor on Zen 4. Engine,
+/// uint8 `area` at AVX-512 with VNNI, Intel Xeon (family 6, AVX-512 FP16 and AMX: a Sapphire
+/// Rapids class server core), best of 60, twice each, NTA → T1 (T0 and T2 within 5 % of T1):
+/// NV12 hot 0.824–0.827 → 0.238–0.240 ms, 32 rotating frames 0.887–0.913 → 0.386–0.388; YUY2
+/// hot 0.911 → 0.296, on 32 1.08–1.10 → 0.48–0.50; RGBA hot 1.45–1.47 → 0.37–0.38, on 32
+/// 1.83–1.88 → 0.68–0.70. Hot frames there were as slow as frames from DRAM: the lines an NTA
+/// hint brings are the first to go, from the first-level cache only, and the quad blocks ask a
+/// whole row ahead of their loads (the likely reason; not measured further). Zen 4 (best of
+/// 200, alternated twice, NTA → T1): NV12 hot 0.204 → 0.189–0.191, 32 frames 0.344–0.347 →
+/// 0.206–0.214; YUY2 hot 0.261–0.264 → 0.231–0.232, 32 frames 0.397–0.400 → 0.270–0.272; RGBA
+/// hot 0.267–0.269 → 0.235–0.238, 8 frames 0.553–0.602 → 0.287–0.294, 32 frames 0.612–0.616 →
+/// 0.388–0.403. `EDGEFIRST_CONVERT_NTA=0` or `1` chooses either on any CPU (to compare them).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) fn once_by_nta() -> bool {
     static NTA_ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *NTA_ONCE.get_or_init(|| chosen_or_amd("EDGEFIRST_CONVERT_NTA"))
+    *NTA_ONCE.get_or_init(|| chosen_or_zen5("EDGEFIRST_CONVERT_NTA"))
 }
 
-/// The CPU's vendor is AMD (`AuthenticAMD` from CPUID leaf 0).
+/// The CPU is AMD's (`AuthenticAMD`, CPUID leaf 0) of family 26 (leaf 1's base family 15 plus
+/// its extended family 11): Zen 5, the one core the T0 and NTA hints measured best on. Zen 4
+/// (family 25) and Intel's cores measured better with T1.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-fn amd() -> bool {
+fn zen5() -> bool {
+    cpu().is_some_and(|(vendor, family)| &vendor == b"AuthenticAMD" && family == 26)
+}
+
+/// The CPU's vendor string and family (CPUID leaves 0 and 1, as Linux's /proc/cpuinfo reports
+/// them); `None` off x86_64.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn cpu() -> Option<([u8; 12], u32)> {
     #[cfg(target_arch = "x86_64")]
     {
         #[allow(unused_unsafe)]
-        let id = unsafe { std::arch::x86_64::__cpuid(0) };
+        let (id, one) = unsafe { (std::arch::x86_64::__cpuid(0), std::arch::x86_64::__cpuid(1)) };
         let mut vendor = [0u8; 12];
         for (part, r) in vendor.chunks_exact_mut(4).zip([id.ebx, id.edx, id.ecx]) {
             part.copy_from_slice(&r.to_le_bytes());
         }
-        &vendor == b"AuthenticAMD"
+        let base = (one.eax >> 8) & 0xf;
+        let family = if base == 0xf { base + ((one.eax >> 20) & 0xff) } else { base };
+        Some((vendor, family))
     }
     #[cfg(not(target_arch = "x86_64"))]
-    false
+    None
 }
 
 /// Every line of bytes `first..=last` from `p` (the last one even where the span is not a whole
@@ -244,20 +261,27 @@ impl Trickle {
 mod tests {
     use super::Trickle;
 
-    /// The vendor `once_by_nta` and `whole_near` go by is the one the kernel reports for every CPU (Linux's
-    /// /proc/cpuinfo `vendor_id`), and each hint follows it unless its variable chooses.
+    /// The vendor and family `once_by_nta` and `whole_near` go by are the ones the kernel reports
+    /// for every CPU (Linux's /proc/cpuinfo `vendor_id` and `cpu family`), and each hint follows
+    /// them (T0 and NTA on Zen 5 alone) unless its variable chooses.
     #[test]
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    fn hints_follow_the_vendor() {
+    fn hints_follow_the_vendor_and_family() {
         let info = std::fs::read_to_string("/proc/cpuinfo").expect("/proc/cpuinfo");
-        let vendors: std::collections::BTreeSet<&str> = info
-            .lines()
-            .filter_map(|l| l.strip_prefix("vendor_id"))
-            .map(|l| l.trim_start_matches([' ', '\t', ':']).trim())
-            .collect();
-        assert_eq!(vendors.len(), 1, "one vendor: {vendors:?}");
-        let vendor = *vendors.first().unwrap();
-        assert_eq!(super::amd(), vendor == "AuthenticAMD", "vendor {vendor}");
+        let field = |name: &str| -> std::collections::BTreeSet<String> {
+            info.lines()
+                .filter_map(|l| l.strip_prefix(name))
+                .map(|l| l.trim_start_matches([' ', '\t', ':']).trim().to_string())
+                .collect()
+        };
+        let (vendors, families) = (field("vendor_id"), field("cpu family"));
+        assert_eq!((vendors.len(), families.len()), (1, 1), "one CPU kind: {vendors:?} {families:?}");
+        let vendor = vendors.first().unwrap().as_str();
+        let family: u32 = families.first().unwrap().parse().expect("a family number");
+        let (id, fam) = super::cpu().expect("x86_64");
+        assert_eq!((std::str::from_utf8(&id).unwrap(), fam), (vendor, family));
+        let zen5 = vendor == "AuthenticAMD" && family == 26;
+        assert_eq!(super::zen5(), zen5, "vendor {vendor}, family {family}");
         for (var, hint) in
             [("EDGEFIRST_CONVERT_NTA", super::once_by_nta()), ("EDGEFIRST_CONVERT_NEAR", super::whole_near())]
         {
@@ -265,9 +289,9 @@ mod tests {
             let want = match chosen.as_deref() {
                 Some("0") => false,
                 Some("1") => true,
-                _ => vendor == "AuthenticAMD",
+                _ => zen5,
             };
-            assert_eq!(hint, want, "vendor {vendor}, {var} {chosen:?}");
+            assert_eq!(hint, want, "vendor {vendor}, family {family}, {var} {chosen:?}");
         }
     }
 

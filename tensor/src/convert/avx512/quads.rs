@@ -120,11 +120,11 @@ unsafe fn quads_of<
         let base = *plan.bases.get_unchecked(b) as usize;
         let tb = *plan.table.get_unchecked(b) as usize;
         if ASK {
-            // NTA on AMD, not `prefetch`'s T1: each line is summed for one output row (two at
+            // NTA on Zen 5, not `prefetch`'s T1: each line is summed for one output row (two at
             // most, at 1.5×). Engine, uint8 `area`, Zen 5, T1 → NTA, best of 80, alternated
             // twice: RGBA on 8 rotating frames 0.265–0.280 → 0.247–0.255 ms, on 32 0.358–0.391 →
             // 0.346–0.352, YUY2 on 32 0.211–0.224 → 0.196–0.199; NV12, hot frames and 900p level.
-            // On Intel NTA made every frame 2–3.5× slower (`once_by_nta`).
+            // On Intel NTA made every frame 2–3.5× slower, on Zen 4 up to 2× (`once_by_nta`).
             prefetch_window_once(&row, base + ahead, !NARROW, nta);
         }
         let window: [__m512i; R] = std::array::from_fn(|r| _mm512_loadu_si512(row[r].add(base) as *const _));
