@@ -12,6 +12,10 @@ use super::hint::Trickle;
 use super::lines::Lines;
 use super::plan::{Comp, Compact, MultiTap, TapGroup, Taps, PIL_HALF, PIL_SHIFT};
 
+mod ahead;
+pub(super) use ahead::{ahead_bytes, ahead_rows, box_asks, MULTI_PREFETCH_AHEAD, TRICKLE_FROM};
+use ahead::{ahead_bytes_by, DOWN_AHEAD, TRICKLED_AHEAD};
+
 /// Slots of a ring that holds `taps` consecutive source rows: a power of two at or above it, so
 /// a row's slot is a mask. As `row % taps`, the driver's multi-tap bookkeeping made a division
 /// per row, tap and member (about 60 per output row of NV12 `bilinear-antialias`; `div` was the
@@ -282,85 +286,6 @@ fn pil_across(base: &[u32], cols: &Taps, step: usize, src: &[u8], out: &mut [u8]
 /// Whose sums a buffer holds: plane, row weights, first row, span, and whether they were split
 /// into the even and odd samples' (`box_row`'s `vsplit`).
 type SumsOf<'a> = (usize, &'a [i16], usize, (usize, usize), bool);
-
-/// Output rows ahead whose source rows the multi-tap kernels ask for (`ahead_bytes`, and the
-/// driver's `prefetch_multi` for the loops; PIL's blocks beside a trickle: `TRICKLED_AHEAD`).
-/// Measured on 32 rotating 1080p frames (engine, uint8, AVX-512; NV12 / YUY2 / RGBA), all at once
-/// before the row (the AMD machine of docs/benchmark-log.md): area none
-/// 0.334 / 0.400 / 0.550 ms, 1 row 0.267 / 0.340 / 0.561, 2 rows 0.259 / 0.339 / 0.572, 4 rows
-/// 0.257 / 0.321 / 0.547, 8 rows 0.275 / 0.336 / 0.549; bilinear-antialias none 0.535 / 0.642 /
-/// 0.830, 2 rows 0.403 / 0.515 / 0.774.
-pub(super) const MULTI_PREFETCH_AHEAD: usize = 2;
-
-/// Output rows ahead whose source rows PIL's horizontal blocks ask for among their loads
-/// (`pil8_row`) where the vertical pass's trickle asks for the rows `MULTI_PREFETCH_AHEAD` on:
-/// one, the rows the trickle of the row before asked for. Engine, uint8 `bilinear-antialias`,
-/// AVX-512, Intel Xeon, best of 1000, three alternations (ms), one row on against two: NV12 32
-/// frames 0.361–0.371 against 0.406–0.410 (none: 0.415–0.428), AVX2 0.482–0.484 against
-/// 0.518–0.526; 900p 0.347–0.356 against 0.357–0.364; 8 frames level. Where the blocks ask for
-/// themselves alone (RGBA), one row on was slower (900p 0.437–0.454 against 0.425–0.432).
-const TRICKLED_AHEAD: usize = 1;
-
-/// How far the source rows output row `cy + MULTI_PREFETCH_AHEAD` reads lie past those row `cy`
-/// reads, in bytes of a plane of `len` bytes, rows `stride` apart; 0 where there is no such row
-/// or its rows pass the plane. The kernels that read a row's source rows (`vsum` and `horiz` of
-/// `box_row` and `pil8_row`) ask for each line they load again that far on: the next rows'
-/// lines are requested a few at a time among the loads. Requested all at once before the row
-/// (the driver's `prefetch_multi`, up to 360 lines for RGBA), they held the line-fill buffers and
-/// stalled the kernels behind them on an Intel Xeon (AVX-512 FP16 kind, 2 MiB L2 a core).
-pub(super) fn ahead_bytes(rows: &Taps, cy: usize, stride: usize, len: usize) -> usize {
-    ahead_bytes_by(rows, cy, MULTI_PREFETCH_AHEAD, stride, len)
-}
-
-/// Output rows ahead whose source rows PIL's vertical pass blended down first asks for
-/// (`pil8_down_first`): 2, 4, 6 or 8 rows on, three alternations each (1080p YUY2 → 640,
-/// AVX-512, Intel Xeon, best of 200): 32 frames 0.489–0.493 ms two rows on, 0.468–0.478 four,
-/// 0.475–0.489 six, 0.474–0.503 eight; 8 frames and 900p level within their spread.
-const DOWN_AHEAD: usize = 4;
-
-/// `ahead_bytes` for the source rows of output row `cy + by`.
-fn ahead_bytes_by(rows: &Taps, cy: usize, by: usize, stride: usize, len: usize) -> usize {
-    match (rows.first.get(cy), rows.first.get(cy + by)) {
-        (Some(&at), Some(&on)) if on > at && (on as usize + rows.taps - 1) * stride < len => {
-            (on - at) as usize * stride
-        }
-        _ => 0,
-    }
-}
-
-/// The bytes of the source rows output row `cy + MULTI_PREFETCH_AHEAD` reads and the row before
-/// it does not (empty where there is no such row), rows `stride` apart: what the kernels that
-/// read no frame bytes ask for through their steps (`hint::Trickle`: PIL's vertical pass, an
-/// exact box's blocks where `box_asks`), split over the groups of the plane (`TapGroup::part`)
-/// and their members.
-pub(super) fn ahead_rows(rows: &Taps, cy: usize, stride: usize) -> std::ops::Range<usize> {
-    let on = cy + MULTI_PREFETCH_AHEAD;
-    match (rows.first.get(on), rows.first.get(on - 1)) {
-        (Some(&at), Some(&before)) => {
-            let from = (at as usize).max(before as usize + rows.taps);
-            from * stride..(at as usize + rows.taps) * stride
-        }
-        _ => 0..0,
-    }
-}
-
-/// Whether an exact box's blocks ask for `ahead_rows` on an axis `rows` over rows `stride`
-/// apart: where its output rows bring at least `from` bytes of new rows on average (the level's:
-/// 0 at AVX-512, `TRICKLE_FROM` at AVX2 and NEON).
-pub(super) fn box_asks(rows: &Taps, stride: usize, from: usize) -> bool {
-    let n = rows.first.len();
-    n > 0 && (rows.first[n - 1] as usize + rows.taps - rows.first[0] as usize) * stride >= from * n
-}
-
-/// The fewest bytes of new source rows an output row must bring on average for an exact box's
-/// blocks to ask for them at AVX2 (`box_asks`; NEON likewise, unmeasured). `area`, 1080p → 640
-/// letterbox, MPEG-2 siting, engine, uint8, 8 rotating frames, best of 3–4 alternations, without
-/// → with the blocks asking: YUY2 (11.25 KiB of new rows an output row) 0.572 → 0.528 ms, RGBA
-/// (22.5 KiB) 0.625 → 0.516; NV12 (5.6 KiB) 0.391 → 0.413, hot 0.378 → 0.409. AVX-512 asks on
-/// every plane: YUY2 0.466 → 0.389 (32 frames 0.476 → 0.410, hot 0.340 → 0.352), RGBA 0.667 →
-/// 0.554 (0.683 → 0.548, hot 0.446 → 0.445), NV12 32 frames 0.329 → 0.298 (8 frames' first
-/// quartile 0.350 → 0.311, hot 0.264 → 0.274), YUY2 900p (9.4 KiB) 0.394 → 0.339.
-pub(super) const TRICKLE_FROM: usize = 10 << 10;
 
 /// Output row `cy` of the groups of an exact box that have rows-first blocks at the level
 /// (`plan_of(g)`: `TapGroup::w16` or its packed form at AVX-512, `pw8` or `w8` at AVX2; see
