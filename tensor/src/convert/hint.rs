@@ -57,9 +57,9 @@ fn ask_window<const H: i32>(rows: &[*const u8], at: usize, wide: bool) {
 /// `bilinear-antialias`, best of 80, alternated three times, NTA → T0: RGBA hot 0.310–0.313 →
 /// 0.278–0.291 ms, 8 rotating frames 0.356–0.390 → 0.305–0.362, NV12 on 32 frames 0.205–0.212
 /// → 0.197–0.200, the others level; T1 below T0); on the Intel Xeon T1 did (docs/benchmark-log.md,
-/// "The whole blocks' asks on Intel"), and on Zen 4 (`whole_near`). The quad blocks measured worse with T0 than with NTA
-/// (`area`, NV12 hot 0.119–0.121 → 0.131–0.137, YUY2 0.155–0.158 → 0.171–0.180). (aarch64:
-/// `prefetch`'s `pldl1keep`.)
+/// "The whole blocks' asks on Intel"), and on Zen 4 (`whole_near`). The quad blocks measured
+/// worse with T0 than with NTA (`area`, NV12 hot 0.119–0.121 → 0.131–0.137, YUY2 0.155–0.158 →
+/// 0.171–0.180). (aarch64: `prefetch`'s `pldl1keep`.)
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 pub(super) fn prefetch_window_near(rows: &[*const u8], at: usize, wide: bool, near: bool) {
