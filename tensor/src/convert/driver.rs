@@ -15,7 +15,7 @@ use super::avx2;
 use super::avx512;
 use super::baseline;
 use super::finish::SendPtr;
-use super::hint::prefetch;
+use super::hint::{prefetch, prefetch_span};
 #[cfg(target_arch = "x86_64")]
 use super::lines::Lines;
 use super::multitap::{self, VTaps};
@@ -122,6 +122,21 @@ unsafe fn rows_avx2(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scrat
 /// 8 rows 0.155 / 0.156 / 0.357.
 const PREFETCH_AHEAD: usize = 2;
 
+/// How far past a row's window the kernels' loads reach at most: a window of 64 or 128 bytes
+/// loaded at the row's last taps (`plan::Permute::reach`, `plan::Shuffle::reach`).
+const END_REACH: usize = 128;
+
+/// Output rows ahead whose source rows' last lines are asked for (`prefetch_row_ends`). The
+/// kernels ask for each block's line `PREFETCH_AHEAD` rows on among their loads, but the last
+/// block's window runs on past the line it asks for, and the row's tail asks for nothing: on
+/// Zen 4 every row of a cold frame ended in a wait for its last line (bilinear's camera rows at
+/// 32 frames 1.4× the hot frame). Engine, uint8, AVX-512, Zen 4, best of 1000, the same binary
+/// with a switch, three alternations (ms), none / 6 / 12 rows on: 32 frames NV12 0.221–0.226 /
+/// 0.186–0.203 / 0.187–0.238, YUY2 0.220–0.227 / 0.182–0.186 / 0.185–0.195, RGBA 0.239–0.246 /
+/// 0.233–0.246 / 0.224–0.233; 8 frames and hot level. (Two rows on, with the kernels' asks, was
+/// less steady: NV12 0.187–0.237.)
+const ROW_END_AHEAD: usize = 12;
+
 /// A camera frame arrives cold: its rows are in DRAM, and a downscale jumps between them, so the
 /// hardware's stream prefetcher restarts on every row. The source rows that output row `cy +
 /// PREFETCH_AHEAD` will read (each plane's window, both taps) are requested while row `cy` is
@@ -157,6 +172,25 @@ fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize, piece: usize, pi
                 prefetch(bytes.as_ptr().wrapping_add(at));
                 at += 64;
             }
+        }
+    }
+}
+
+/// The last line of each source row output row `on` reads and the row before it does not
+/// (`Axis::new_rows`), and the lines past it the kernels' loads reach (`END_REACH`), in every
+/// plane (bilinear and nearest; `ROW_END_AHEAD`).
+#[inline(always)]
+fn prefetch_row_ends(c: &Converter, src: &SrcImage<'_>, on: usize) {
+    for p in 0..c.format.num_planes() {
+        let (lo, hi) = c.plane_window[p];
+        let (bytes, stride) = src.planes[p];
+        if hi <= lo || bytes.is_empty() {
+            continue;
+        }
+        let axis = if c.plane_chroma_rows[p] { &c.rows_chroma } else { &c.rows_luma };
+        for r in axis.new_rows(on).into_iter().flatten() {
+            let last = (r * stride + hi - 1).min(bytes.len() - 1);
+            prefetch_span(bytes.as_ptr(), last, (last + END_REACH).min(bytes.len() - 1));
         }
     }
 }
@@ -325,6 +359,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         // parts (`Ahead`), one now.
         let mut direct: [Option<DirectRows<'_>>; 3] = [None; 3];
         if c.multi.is_none() {
+            prefetch_row_ends(c, src, cy + ROW_END_AHEAD);
             for (p, d) in direct.iter_mut().enumerate().take(c.format.num_planes()) {
                 *d = direct_rows(c, src, p, cy);
             }

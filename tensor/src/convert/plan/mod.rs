@@ -399,6 +399,21 @@ pub(super) struct Axis {
 }
 
 impl Axis {
+    /// The source rows output `on` reads (`i0`, and `i1` where its weight is not 0) that output
+    /// `on - 1` does not: each row the outputs read appears at the first output that reads it
+    /// (and again only where an output between skips it). `None` past the outputs.
+    pub(super) fn new_rows(&self, on: usize) -> [Option<usize>; 2] {
+        let n = self.i0.len().min(self.i1.len()).min(self.w.len());
+        let read = |i: usize| [self.i0[i], if self.w[i] != 0.0 { self.i1[i] } else { self.i0[i] }];
+        if on >= n {
+            return [None; 2];
+        }
+        let now = read(on);
+        let before = if on == 0 { None } else { Some(read(on - 1)) };
+        let new = |r: usize| !before.is_some_and(|b| b.contains(&r));
+        [Some(now[0]).filter(|&r| new(r)), Some(now[1]).filter(|&r| r != now[0] && new(r))]
+    }
+
     /// How far past output `i`'s first tap row (`i0[i]`) lie the rows output `i + ahead` reads
     /// and output `i + ahead - 1` did not, in bytes of a plane of `len` bytes, rows `stride`
     /// apart: `[first, second]`, the second only where that output blends two rows; 0 where there

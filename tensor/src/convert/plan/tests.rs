@@ -723,6 +723,38 @@ fn axis_ahead_points_at_new_rows_two_outputs_on() {
     assert!(shared > 100, "the upscale's neighbours share rows: {shared}");
 }
 
+/// `Axis::new_rows` names every row an output reads at or before that output, and never a row
+/// the output before it read; on a downscale, each row once.
+#[test]
+fn axis_new_rows_name_each_row_read_once() {
+    for (n, len, div) in [(360, 1080, 1), (360, 900, 1), (360, 1080, 2), (720, 360, 1)] {
+        let rows = len / div;
+        let a = axis(n, 0, len, div, 0, rows - 1, Interpolation::Bilinear, 0.0);
+        let read = |i: usize| {
+            let mut r = vec![a.i0[i]];
+            if a.w[i] != 0.0 && a.i1[i] != a.i0[i] {
+                r.push(a.i1[i]);
+            }
+            r
+        };
+        let mut named = std::collections::BTreeMap::<usize, usize>::new();
+        for on in 0..n {
+            for r in a.new_rows(on).into_iter().flatten() {
+                assert!(read(on).contains(&r), "{len}/{div}: output {on} does not read row {r}");
+                assert!(on == 0 || !read(on - 1).contains(&r), "{len}/{div}: output {} read row {r}", on - 1);
+                *named.entry(r).or_default() += 1;
+            }
+            for r in read(on) {
+                assert!(named.contains_key(&r), "{len}/{div}: row {r} of output {on} not named by then");
+            }
+        }
+        if len > n {
+            assert!(named.values().all(|&k| k == 1), "{len}/{div}: a row named twice");
+        }
+        assert_eq!(a.new_rows(n), [None, None]);
+    }
+}
+
 /// Each group takes an equal part of its plane's later rows (`TapGroup::part`): YUY2's luma and
 /// chroma groups share their one plane, NV12's and RGBA's groups have a plane each.
 #[test]
