@@ -2,6 +2,7 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 pub mod net;
+pub mod transport;
 
 use gst::prelude::*;
 use gst_allocators::prelude::*;
