@@ -352,6 +352,22 @@ impl ElementImpl for EdgeFirstTensorBatch {
         TEMPLATES.as_ref()
     }
 
+    fn request_new_pad(
+        &self,
+        templ: &gst::PadTemplate,
+        name: Option<&str>,
+        caps: Option<&gst::Caps>,
+    ) -> Option<gst::Pad> {
+        let pad = self.parent_request_new_pad(templ, name, caps)?;
+        // One slot more when the batch size follows the pads, asked for once the pad is the
+        // element's: asked for in `create_new_pad`, before the base class adds the pad, the
+        // aggregator's thread could renegotiate in between, count the pads without it and clear
+        // the flag, and the batch stayed one slot short (the kernel lane: 1 run in 8 of
+        // `pads_added_and_removed_while_playing`).
+        self.obj().src_pad().mark_reconfigure();
+        Some(pad)
+    }
+
     fn release_pad(&self, pad: &gst::Pad) {
         self.state.lock().unwrap().sources.remove(pad.name().as_str());
         self.parent_release_pad(pad);
@@ -389,7 +405,6 @@ impl AggregatorImpl for EdgeFirstTensorBatch {
             gst::element_imp_error!(self, gst::CoreError::Pad, ("at most {} sources", MAX_SLOTS));
             return None;
         }
-        self.obj().src_pad().mark_reconfigure();
         Some(pad)
     }
 
