@@ -257,3 +257,73 @@ fn exact_area_sums_rows_first_with_the_same_bytes() {
         assert!(rows_first > 1_000_000, "{rows_first} outputs summed rows first");
     }
 }
+
+/// PIL's filters into 8-bit RGB and BGR from an RGB source: at AVX-512 the vertical pass's bytes
+/// go to the output as they are, interleaved or planar (`KernelCounts::interleaved`), and give
+/// the baseline's bytes, uint8 and int8, hwc and chw, at 3×, 2.5× and a letterbox, on rows with
+/// whole 64-pixel steps and a tail. No other output (gray, RGBA, float32, normalized and
+/// quantized) and no YUV source takes that path.
+#[test]
+fn pil_bytes_go_to_rgb_outputs_as_they_are() {
+    let levels = levels();
+    assert_vector_levels_tested(&levels);
+    let cases = [
+        (600, 300, 200, 100, FitMode::Stretch),
+        (500, 250, 200, 100, FitMode::Stretch),
+        (480, 270, 200, 200, FitMode::Letterbox),
+    ];
+    let mut interleaved = 0;
+    for (i, format) in formats().enumerate() {
+        for &(w, h, dw, dh, fit) in &cases {
+            let frame = Frame::random(format, w, h, 1300 + i as u64);
+            for interpolation in [Interpolation::BilinearAntialias, Interpolation::Bicubic] {
+                for (cs, dtype, chw, mean) in [
+                    (Colorspace::Rgb, DType::U8, false, None),
+                    (Colorspace::Bgr, DType::U8, true, None),
+                    (Colorspace::Bgr, DType::I8, false, None),
+                    (Colorspace::Rgb, DType::I8, true, None),
+                    (Colorspace::Rgba, DType::U8, false, None),
+                    (Colorspace::Gray, DType::U8, false, None),
+                    (Colorspace::Rgb, DType::F32, false, None),
+                    (Colorspace::Rgb, DType::U8, false, Some([0.4f32, 0.5, 0.6])),
+                ] {
+                    let mut spec = ConvertSpec { fit, interpolation, ..Default::default() };
+                    if let Some(m) = mean {
+                        spec.mean = m;
+                        spec.std = [0.2, 0.25, 0.3];
+                        spec.quantization = Some((0.02, 3));
+                    }
+                    let dst = DstLayout::dense(dw, dh, cs, chw, dtype);
+                    let mut conv = Converter::new(format, w, h, dst, &spec, 1).unwrap();
+                    let mut first: Option<Vec<u8>> = None;
+                    for &level in &levels {
+                        conv.set_simd(level);
+                        let before = conv.kernel_counts().interleaved;
+                        let mut out = vec![0xeeu8; dst.bytes()];
+                        conv.convert(&frame.image(), &mut out).unwrap();
+                        let made = conv.kernel_counts().interleaved - before;
+                        let what = format!(
+                            "{interpolation:?} {format:?} {w}x{h} -> {dw}x{dh} {cs:?} {dtype:?} chw={chw} \
+                             mean {mean:?} at {level:?}"
+                        );
+                        let plain = matches!(cs, Colorspace::Rgb | Colorspace::Bgr)
+                            && matches!(dtype, DType::U8 | DType::I8)
+                            && mean.is_none();
+                        assert!(made == 0 || (level == Simd::Avx512 && plain), "{what}: interleaved {made}");
+                        interleaved += made;
+                        match &first {
+                            None => first = Some(out),
+                            Some(want) => {
+                                let at = out.iter().zip(want).position(|(a, b)| a != b);
+                                assert!(at.is_none(), "{what}: byte {at:?} differs from the baseline's");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if levels.contains(&Simd::Avx512) {
+        assert!(interleaved > 0, "no row went from PIL's bytes to the output");
+    }
+}

@@ -258,6 +258,14 @@ pub(super) struct FinishValues {
 }
 
 impl FinishValues {
+    /// Whether the output's bytes are an RGB source's components as they are, only ordered and
+    /// interleaved (or planar): 8-bit RGB or BGR without normalization. Where PIL's passes make
+    /// the components as bytes, they can go to the output without becoming floats (AVX-512).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) fn interleaves_bytes(&self) -> bool {
+        self.kind == RGB && self.out == RAW8 && matches!(self.cs, CS_RGB | CS_BGR)
+    }
+
     /// The values for a `kind` source into the content `rect` of `dst`: YUV → RGB by `matrix`
     /// plus `yuv_bias`, then per output channel `scale` and `bias` (`raw8`: 8-bit output
     /// without normalization).

@@ -222,6 +222,10 @@ pub struct KernelCounts {
     /// source rows first and then filtering across (AVX-512), one per component and content
     /// pixel; these are also counted in `sampled` where the level's blocks made them.
     pub rows_first: u64,
+    /// PIL's filters into 8-bit RGB or BGR from an RGB source: content pixels whose bytes went
+    /// from the vertical pass to the output as they are, interleaved (also counted in
+    /// `finished`).
+    pub interleaved: u64,
 }
 // The multi-tap filters (`Interpolation::Area`, `BilinearAntialias`, `Bicubic`, `BicubicOpencv`)
 // sample with the level's blocks (`plan::TapGroup`) where the taps fit their windows and with the
@@ -234,6 +238,9 @@ struct Scratch {
     comps: [Lines<f32>; 4],
     chans: [Lines<f32>; 4],
     bytes: [Lines<u8>; 4],
+    /// PIL's filters into bytes that are the output's (`FinishValues::interleaves_bytes`): the
+    /// components' bytes, the rows `comps` holds as floats otherwise.
+    comp_bytes: [Lines<u8>; 4],
     /// Multi-tap filters: the filtered rows (see `multitap::Ring`).
     ring: multitap::Ring,
     /// Up to `multitap::ROWS_AT_ONCE` packed source rows (`plan::Compact`, `plan::Planar`):
@@ -571,6 +578,7 @@ impl Converter {
                     comps: std::array::from_fn(|_| Lines::zeroed(rect.width)),
                     chans: std::array::from_fn(|_| Lines::zeroed(rect.width)),
                     bytes: std::array::from_fn(|_| Lines::zeroed(rect.width)),
+                    comp_bytes: std::array::from_fn(|_| Lines::zeroed(rect.width)),
                     ring: multitap::Ring {
                         rows: std::array::from_fn(|k| Lines::zeroed(ring_slots[k] * rect.width)),
                         tags: std::array::from_fn(|k| vec![usize::MAX; ring_slots[k]]),
@@ -752,6 +760,7 @@ impl Converter {
                 sampled: sum.sampled + c.sampled,
                 finished: sum.finished + c.finished,
                 rows_first: sum.rows_first + c.rows_first,
+                interleaved: sum.interleaved + c.interleaved,
             }
         })
     }

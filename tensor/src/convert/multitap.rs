@@ -75,17 +75,17 @@ pub(super) struct Ring {
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub(super) fn pil8_row(
+pub(super) fn pil8_row<T: Sample>(
     m: &MultiTap,
     comps: &[Comp],
     planes: &[(&[u8], usize); 3],
     cy: usize,
     ring: &mut Ring,
-    out: &mut [Lines<f32>; 4],
+    out: &mut [Lines<T>; 4],
     takes: impl Fn(usize) -> bool,
     pixels_ask: bool,
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize) -> usize,
-    mut vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [f32], Trickle) -> usize,
+    mut vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [T], Trickle) -> usize,
 ) -> (u32, u64) {
     let (mut groups, mut made) = (0u32, 0u64);
     let Ring { bytes: ring, btags: tags, .. } = ring;
@@ -150,12 +150,32 @@ pub(super) fn pil8_row(
                 for (j, &w) in wi.iter().enumerate() {
                     acc += w * ring[slot(first + j, kv) * n + x] as i32;
                 }
-                o[x] = (acc >> PIL_SHIFT).clamp(0, 255) as f32;
+                o[x] = T::of((acc >> PIL_SHIFT).clamp(0, 255) as u8);
             }
         }
         groups |= 1 << gi;
     }
     (groups, made)
+}
+
+/// A component's value as the PIL passes over bytes store it: as a float for the finish, or
+/// the byte itself where the finish only interleaves the bytes (`pil8_row`).
+pub(super) trait Sample: Copy + super::lines::Zeroed + 'static {
+    fn of(b: u8) -> Self;
+}
+
+impl Sample for f32 {
+    #[inline(always)]
+    fn of(b: u8) -> f32 {
+        b as f32
+    }
+}
+
+impl Sample for u8 {
+    #[inline(always)]
+    fn of(b: u8) -> u8 {
+        b
+    }
 }
 
 /// Output row `cy` of PIL's filters blended down first (`MultiTap::down_first`): per plane, the

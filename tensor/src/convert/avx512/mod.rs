@@ -14,11 +14,13 @@ use super::lines::Lines;
 use std::arch::x86_64::*;
 
 mod boxes;
+mod finish_bytes;
 mod quads;
 mod sample;
 mod taps;
 mod vertical;
 pub(super) use boxes::{box_blocks, box_even, box_sums, box_sums_split, pack_words};
+pub(super) use finish_bytes::finish_bytes;
 pub(super) use quads::{box_quads, vnni};
 pub(super) use sample::{sample, sample_pair};
 pub(super) use taps::{multitap, multitap_bytes, pack_bytes, pack_bytes_split, whole_bytes};

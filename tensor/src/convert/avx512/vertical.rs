@@ -112,16 +112,69 @@ pub(in crate::convert) unsafe fn multitap_vertical(
 /// # Safety
 /// The CPU has AVX-512 (F, BW, VBMI); every row pointer is readable for `out.len()` bytes.
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-pub(in crate::convert) unsafe fn vertical_bytes(
+pub(in crate::convert) unsafe fn vertical_bytes<O: Out>(
     rows: &[*const u8],
     wi: &[i32],
     whole: Option<(&[i16], u8, (u16, u16))>,
-    out: &mut [f32],
+    out: &mut [O],
     ahead: Trickle,
 ) -> usize {
     match ahead.is_empty() {
-        true => unsafe { vertical_bytes_of::<false>(rows, wi, whole, out, ahead) },
-        false => unsafe { vertical_bytes_of::<true>(rows, wi, whole, out, ahead) },
+        true => unsafe { vertical_bytes_of::<O, false>(rows, wi, whole, out, ahead) },
+        false => unsafe { vertical_bytes_of::<O, true>(rows, wi, whole, out, ahead) },
+    }
+}
+
+/// What PIL's vertical pass over bytes writes: the components' f32 rows, or (`u8`) the bytes
+/// themselves, for the finish that only interleaves them (`avx512::finish_bytes`).
+pub(in crate::convert) trait Out: crate::convert::multitap::Sample {
+    /// 64 bytes in order at `o`.
+    unsafe fn put64(o: *mut Self, b: __m512i);
+    /// 32 words, each a byte's value, at `o`.
+    unsafe fn put32(o: *mut Self, q: __m512i);
+    /// 16 dwords, each a byte's value, at `o`.
+    unsafe fn put16(o: *mut Self, v: __m512i);
+}
+
+impl Out for f32 {
+    #[inline(always)]
+    unsafe fn put64(o: *mut f32, b: __m512i) {
+        // Byte 4p of dword lane p takes byte 16z + p; the other three are zeroed by the mask.
+        let lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+        let firsts: __mmask64 = 0x1111_1111_1111_1111;
+        for z in 0..4 {
+            let spread = _mm512_add_epi32(_mm512_set1_epi32(16 * z as i32), lanes);
+            let v = _mm512_maskz_permutexvar_epi8(firsts, spread, b);
+            unsafe { _mm512_storeu_ps(o.add(16 * z), _mm512_cvtepi32_ps(v)) };
+        }
+    }
+    #[inline(always)]
+    unsafe fn put32(o: *mut f32, q: __m512i) {
+        let lo = _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(q)));
+        let hi = _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(q)));
+        unsafe {
+            _mm512_storeu_ps(o, lo);
+            _mm512_storeu_ps(o.add(16), hi);
+        }
+    }
+    #[inline(always)]
+    unsafe fn put16(o: *mut f32, v: __m512i) {
+        unsafe { _mm512_storeu_ps(o, _mm512_cvtepi32_ps(v)) }
+    }
+}
+
+impl Out for u8 {
+    #[inline(always)]
+    unsafe fn put64(o: *mut u8, b: __m512i) {
+        unsafe { _mm512_storeu_si512(o as *mut _, b) }
+    }
+    #[inline(always)]
+    unsafe fn put32(o: *mut u8, q: __m512i) {
+        unsafe { _mm256_storeu_si256(o as *mut __m256i, _mm512_cvtepi16_epi8(q)) }
+    }
+    #[inline(always)]
+    unsafe fn put16(o: *mut u8, v: __m512i) {
+        unsafe { _mm_storeu_si128(o as *mut __m128i, _mm512_cvtepi32_epi8(v)) }
     }
 }
 
@@ -129,11 +182,11 @@ pub(in crate::convert) unsafe fn vertical_bytes(
 /// asking's code in the one loop cost NV12's hot frame 0.02–0.05 ms before it was split).
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
 #[inline(never)]
-unsafe fn vertical_bytes_of<const ASK: bool>(
+unsafe fn vertical_bytes_of<O: Out, const ASK: bool>(
     rows: &[*const u8],
     wi: &[i32],
     whole: Option<(&[i16], u8, (u16, u16))>,
-    out: &mut [f32],
+    out: &mut [O],
     mut ahead: Trickle,
 ) -> usize {
     let o = out.as_mut_ptr();
@@ -147,9 +200,9 @@ unsafe fn vertical_bytes_of<const ASK: bool>(
             macro_rules! taps {
                 ($($t:literal)*) => {
                     match (rows.len(), bytes) {
-                        $(($t, true) => unsafe { vertical_halves::<$t, ASK>(rows, k, (d, mul, shift), o, n, &mut ahead) },)*
-                        $(($t, false) => unsafe { vertical_whole::<$t, ASK>(rows, k, (d, mul, shift), o, 0, n, &mut ahead) },)*
-                        _ => unsafe { vertical_whole_any::<ASK>(rows, k, (d, mul, shift), o, n, &mut ahead) },
+                        $(($t, true) => unsafe { vertical_halves::<O, $t, ASK>(rows, k, (d, mul, shift), o, n, &mut ahead) },)*
+                        $(($t, false) => unsafe { vertical_whole::<O, $t, ASK>(rows, k, (d, mul, shift), o, 0, n, &mut ahead) },)*
+                        _ => unsafe { vertical_whole_any::<O, ASK>(rows, k, (d, mul, shift), o, n, &mut ahead) },
                     }
                 };
             }
@@ -173,10 +226,7 @@ unsafe fn vertical_bytes_of<const ASK: bool>(
                         a = _mm512_add_epi32(a, _mm512_mullo_epi32(v, _mm512_set1_epi32(w)));
                     }
                     let s = _mm512_srai_epi32::<{ PIL_SHIFT }>(a);
-                    _mm512_storeu_ps(
-                        o.add(x),
-                        _mm512_cvtepi32_ps(_mm512_min_epi32(_mm512_max_epi32(s, zero), top)),
-                    );
+                    O::put16(o.add(x), _mm512_min_epi32(_mm512_max_epi32(s, zero), top));
                 }
             }
             n
@@ -199,11 +249,11 @@ unsafe fn vertical_bytes_of<const ASK: bool>(
 /// `vertical_halves` now takes the rows whole where the doubled weights are signed bytes; this
 /// pass does the others, and its last 32 outputs (from `from`).
 #[inline(always)]
-unsafe fn vertical_whole<const N: usize, const ASK: bool>(
+unsafe fn vertical_whole<O: Out, const N: usize, const ASK: bool>(
     rows: &[*const u8],
     k: &[i16],
     (d, mul, shift): (i16, i16, i16),
-    o: *mut f32,
+    o: *mut O,
     from: usize,
     n: usize,
     ahead: &mut Trickle,
@@ -226,7 +276,7 @@ unsafe fn vertical_whole<const N: usize, const ASK: bool>(
                 let v = _mm512_cvtepu8_epi16(_mm256_loadu_si256(rows[j].add(x) as *const __m256i));
                 s = _mm512_add_epi16(s, _mm512_mullo_epi16(v, kj[j]));
             }
-            whole_store(s, mul, shift, o.add(x));
+            whole_store::<O>(s, mul, shift, o.add(x));
         }
     }
 }
@@ -242,11 +292,11 @@ unsafe fn vertical_whole<const N: usize, const ASK: bool>(
 /// 0.539 → 0.503, RGBA 0.538 → 0.497 (with `mulhi`).
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
 #[inline]
-unsafe fn vertical_halves<const N: usize, const ASK: bool>(
+unsafe fn vertical_halves<O: Out, const N: usize, const ASK: bool>(
     rows: &[*const u8],
     k: &[i16],
     (d, mul, shift): (i16, i16, i16),
-    o: *mut f32,
+    o: *mut O,
     n: usize,
     ahead: &mut Trickle,
 ) {
@@ -257,11 +307,6 @@ unsafe fn vertical_halves<const N: usize, const ASK: bool>(
         odd[j] = _mm512_set1_epi16((2 * k[j]) << 8);
     }
     let (dv, mulv, count) = (_mm512_set1_epi16(d), _mm512_set1_epi16(mul), _mm_cvtsi32_si128(shift as i32));
-    // Byte 4p of dword lane p takes byte 16z + p; the other three are zeroed by the mask.
-    let lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    let at16 = |z: i32| _mm512_add_epi32(_mm512_set1_epi32(z), lanes);
-    let spread = [at16(0), at16(16), at16(32), at16(48)];
-    let firsts: __mmask64 = 0x1111_1111_1111_1111;
     let whole = n / 64 * 64;
     let per = ahead.pace(whole / 64);
     for x in (0..whole).step_by(64) {
@@ -279,14 +324,11 @@ unsafe fn vertical_halves<const N: usize, const ASK: bool>(
             let qo = _mm512_srl_epi16(mulhi(h, mulv), count);
             // Each quotient is at most 255: the odd one moves to its word's high byte.
             let b = _mm512_or_si512(qe, _mm512_slli_epi16::<8>(qo));
-            for z in 0..4 {
-                let v = _mm512_maskz_permutexvar_epi8(firsts, spread[z], b);
-                _mm512_storeu_ps(o.add(x + 16 * z), _mm512_cvtepi32_ps(v));
-            }
+            O::put64(o.add(x), b);
         }
     }
     if whole < n {
-        unsafe { vertical_whole::<N, ASK>(rows, k, (d, mul, shift), o, whole, n, ahead) };
+        unsafe { vertical_whole::<O, N, ASK>(rows, k, (d, mul, shift), o, whole, n, ahead) };
     }
 }
 
@@ -379,11 +421,11 @@ unsafe fn mulhi(a: __m512i, b: __m512i) -> __m512i {
 
 /// `vertical_whole` for any number of rows.
 #[inline(always)]
-unsafe fn vertical_whole_any<const ASK: bool>(
+unsafe fn vertical_whole_any<O: Out, const ASK: bool>(
     rows: &[*const u8],
     k: &[i16],
     (d, mul, shift): (i16, i16, i16),
-    o: *mut f32,
+    o: *mut O,
     n: usize,
     ahead: &mut Trickle,
 ) {
@@ -399,22 +441,16 @@ unsafe fn vertical_whole_any<const ASK: bool>(
                 let v = _mm512_cvtepu8_epi16(_mm256_loadu_si256(r.add(x) as *const __m256i));
                 s = _mm512_add_epi16(s, _mm512_mullo_epi16(v, _mm512_set1_epi16(2 * kj)));
             }
-            whole_store(s, mul, shift, o.add(x));
+            whole_store::<O>(s, mul, shift, o.add(x));
         }
     }
 }
 
 /// PIL's byte of 32 whole-weight sums as `t = 2S + D` (`⌊t / 2D⌋` by the multiply-high division)
-/// as floats at `o`.
+/// at `o`.
 #[inline(always)]
-unsafe fn whole_store(t: __m512i, mul: __m512i, shift: __m512i, o: *mut f32) {
-    let q = _mm512_srlv_epi16(mulhi(t, mul), shift);
-    let lo = _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(q)));
-    let hi = _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(q)));
-    unsafe {
-        _mm512_storeu_ps(o, lo);
-        _mm512_storeu_ps(o.add(16), hi);
-    }
+unsafe fn whole_store<O: Out>(t: __m512i, mul: __m512i, shift: __m512i, o: *mut O) {
+    unsafe { O::put32(o, _mm512_srlv_epi16(mulhi(t, mul), shift)) }
 }
 
 #[cfg(test)]

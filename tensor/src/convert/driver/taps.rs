@@ -11,6 +11,8 @@ use super::super::hint::prefetch;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::hint::Trickle;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use super::super::lines::Lines;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::multitap;
 use super::super::multitap::VTaps;
 use super::super::multitap::MULTI_PREFETCH_AHEAD;
@@ -642,7 +644,7 @@ pub(super) fn prefetch_multi(m: &MultiTap, comps: &[Comp], src: &SrcImage<'_>, c
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub(super) fn byte_ring_row(
+pub(super) fn byte_ring_row<T: Rows>(
     c: &Converter,
     m: &MultiTap,
     src: &SrcImage<'_>,
@@ -651,7 +653,7 @@ pub(super) fn byte_ring_row(
     takes: impl Fn(usize) -> bool,
     pixels_ask: bool,
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize, &mut [u8]) -> usize,
-    vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [f32], Trickle) -> usize,
+    vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [T], Trickle) -> usize,
 ) -> u32 {
     let packed = &mut s.packed_rows;
     let lent =
@@ -662,7 +664,7 @@ pub(super) fn byte_ring_row(
         &src.planes,
         cy,
         &mut s.ring,
-        &mut s.comps,
+        T::rows(&mut s.comps, &mut s.comp_bytes),
         takes,
         pixels_ask,
         lent,
@@ -670,6 +672,27 @@ pub(super) fn byte_ring_row(
     );
     s.counts.sampled += made;
     groups
+}
+
+/// The rows `byte_ring_row` fills for `T`: the components' floats, or their bytes
+/// (`Scratch::comp_bytes`, for the finish that interleaves them).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub(super) trait Rows: multitap::Sample {
+    fn rows<'a>(comps: &'a mut [Lines<f32>; 4], bytes: &'a mut [Lines<u8>; 4]) -> &'a mut [Lines<Self>; 4];
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+impl Rows for f32 {
+    fn rows<'a>(comps: &'a mut [Lines<f32>; 4], _: &'a mut [Lines<u8>; 4]) -> &'a mut [Lines<f32>; 4] {
+        comps
+    }
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+impl Rows for u8 {
+    fn rows<'a>(_: &'a mut [Lines<f32>; 4], bytes: &'a mut [Lines<u8>; 4]) -> &'a mut [Lines<u8>; 4] {
+        bytes
+    }
 }
 
 /// Output row `cy` of PIL's filters blended down first (`multitap::pil8_down_first`): the level's
