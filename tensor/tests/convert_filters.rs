@@ -258,13 +258,14 @@ fn exact_area_sums_rows_first_with_the_same_bytes() {
     }
 }
 
-/// PIL's filters into 8-bit RGB and BGR from an RGB source: at AVX-512 the vertical pass's bytes
-/// go to the output as they are, interleaved or planar (`KernelCounts::interleaved`), and give
-/// the baseline's bytes, uint8 and int8, hwc and chw, at 3×, 2.5× and a letterbox, on rows with
-/// whole 64-pixel steps and a tail. No other output (gray, RGBA, float32, normalized and
-/// quantized) and no YUV source takes that path.
+/// PIL's filters and an exact box into 8-bit RGB and BGR from an RGB source: at AVX-512 the
+/// vertical pass's bytes (the box's quads rounded as the finish rounds) go to the output as they
+/// are, interleaved or planar (`KernelCounts::interleaved`), and give the baseline's bytes, uint8
+/// and int8, hwc and chw, at 3×, 2.5× and a letterbox, on rows with whole 64-pixel steps and a
+/// tail. No other output (gray, RGBA, float32, normalized and quantized) and no YUV source takes
+/// that path.
 #[test]
-fn pil_bytes_go_to_rgb_outputs_as_they_are() {
+fn byte_filters_go_to_rgb_outputs_as_they_are() {
     let levels = levels();
     assert_vector_levels_tested(&levels);
     let cases = [
@@ -272,11 +273,13 @@ fn pil_bytes_go_to_rgb_outputs_as_they_are() {
         (500, 250, 200, 100, FitMode::Stretch),
         (480, 270, 200, 200, FitMode::Letterbox),
     ];
-    let mut interleaved = 0;
+    let (mut interleaved, mut boxes) = (0, 0);
     for (i, format) in formats().enumerate() {
         for &(w, h, dw, dh, fit) in &cases {
             let frame = Frame::random(format, w, h, 1300 + i as u64);
-            for interpolation in [Interpolation::BilinearAntialias, Interpolation::Bicubic] {
+            for interpolation in
+                [Interpolation::BilinearAntialias, Interpolation::Bicubic, Interpolation::Area]
+            {
                 for (cs, dtype, chw, mean) in [
                     (Colorspace::Rgb, DType::U8, false, None),
                     (Colorspace::Bgr, DType::U8, true, None),
@@ -311,6 +314,9 @@ fn pil_bytes_go_to_rgb_outputs_as_they_are() {
                             && mean.is_none();
                         assert!(made == 0 || (level == Simd::Avx512 && plain), "{what}: interleaved {made}");
                         interleaved += made;
+                        if interpolation == Interpolation::Area {
+                            boxes += made;
+                        }
                         match &first {
                             None => first = Some(out),
                             Some(want) => {
@@ -324,6 +330,12 @@ fn pil_bytes_go_to_rgb_outputs_as_they_are() {
         }
     }
     if levels.contains(&Simd::Avx512) {
-        assert!(interleaved > 0, "no row went from PIL's bytes to the output");
+        assert!(interleaved > boxes, "no row went from PIL's bytes to the output");
+        // The byte quads need VNNI.
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512vnni") && std::env::var_os("EDGEFIRST_CONVERT_VNNI").is_none()
+        {
+            assert!(boxes > 0, "no row went from the box's quads to the output");
+        }
     }
 }

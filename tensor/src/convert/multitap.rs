@@ -162,6 +162,9 @@ pub(super) fn pil8_row<T: Sample>(
 /// the byte itself where the finish only interleaves the bytes (`pil8_row`).
 pub(super) trait Sample: Copy + super::lines::Zeroed + 'static {
     fn of(b: u8) -> Self;
+    /// A value the finish would round: as it is, or the 8-bit output's byte (nearest, ties to
+    /// even, saturated: the finish's `cvtps2dq` and pack).
+    fn of_f32(v: f32) -> Self;
 }
 
 impl Sample for f32 {
@@ -169,12 +172,20 @@ impl Sample for f32 {
     fn of(b: u8) -> f32 {
         b as f32
     }
+    #[inline(always)]
+    fn of_f32(v: f32) -> f32 {
+        v
+    }
 }
 
 impl Sample for u8 {
     #[inline(always)]
     fn of(b: u8) -> u8 {
         b
+    }
+    #[inline(always)]
+    fn of_f32(v: f32) -> u8 {
+        super::finish::round_even(v) as u8
     }
 }
 
@@ -446,14 +457,14 @@ pub(super) fn box_row<'m, P: Copy>(
 /// Returns what `box_row` does; a five-output plan (`Quads::five`) makes its three members only.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
-pub(super) fn box_quads_row<'m>(
+pub(super) fn box_quads_row<'m, T: Sample>(
     m: &'m MultiTap,
     comps: &[Comp],
     planes: &[(&[u8], usize); 3],
     cy: usize,
-    out: &mut [Lines<f32>; 4],
+    out: &mut [Lines<T>; 4],
     quads: impl Fn(&'m TapGroup) -> Option<&'m super::plan::Quads>,
-    mut kernel: impl FnMut(&[*const u8], &[i16], &super::plan::Quads, f32, [*mut f32; 4], usize) -> Option<usize>,
+    mut kernel: impl FnMut(&[*const u8], &[i16], &super::plan::Quads, f32, [*mut T; 4], usize) -> Option<usize>,
 ) -> (u32, u64, u64) {
     let (mut groups, mut made, mut all) = (0, 0, 0);
     for (gi, g) in m.groups.iter().enumerate() {
@@ -490,7 +501,7 @@ pub(super) fn box_quads_row<'m>(
                             i32::from(ky) * i32::from(w[j]) * i32::from(row[base as usize + lead.step * j]);
                     }
                 }
-                *o = acc as f32 * inv;
+                *o = T::of_f32(acc as f32 * inv);
             }
         }
         groups |= 1 << gi;
@@ -507,7 +518,7 @@ fn box_scale(m: &MultiTap, axis: usize) -> f32 {
 
 /// The rows of `out` of group `g`'s members, null past them.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-fn member_rows(g: &TapGroup, out: &mut [Lines<f32>; 4]) -> [*mut f32; 4] {
+fn member_rows<T: Sample>(g: &TapGroup, out: &mut [Lines<T>; 4]) -> [*mut T; 4] {
     std::array::from_fn(|i| g.members.get(i).map_or(std::ptr::null_mut(), |&c| out[c].as_mut_ptr()))
 }
 

@@ -27,12 +27,12 @@ const FIVE: usize = 5;
 /// The CPU has AVX-512 (F, BW, VL, VBMI) and VNNI; each of `rows` holds `plan.reach` readable
 /// bytes; `out` holds the group's members' rows, each `plan.done` writable values.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
-pub(in crate::convert) unsafe fn box_quads(
+pub(in crate::convert) unsafe fn box_quads<O: Put>(
     rows: &[*const u8],
     k: &[i16],
     plan: &Quads,
     inv: f32,
-    out: [*mut f32; 4],
+    out: [*mut O; 4],
     ahead: usize,
 ) -> Option<usize> {
     if rows.len() != k.len() || !(2..=4).contains(&rows.len()) {
@@ -44,8 +44,8 @@ pub(in crate::convert) unsafe fn box_quads(
     macro_rules! by_ask {
         ($r:expr, $one:expr, $m:expr, $narrow:expr, $q:expr) => {
             match ahead == 0 {
-                true => quads_of::<$r, $one, $m, $narrow, $q, false>(rows, k, plan, inv, out, ahead, nta),
-                false => quads_of::<$r, $one, $m, $narrow, $q, true>(rows, k, plan, inv, out, ahead, nta),
+                true => quads_of::<O, $r, $one, $m, $narrow, $q, false>(rows, k, plan, inv, out, ahead, nta),
+                false => quads_of::<O, $r, $one, $m, $narrow, $q, true>(rows, k, plan, inv, out, ahead, nta),
             }
         };
     }
@@ -91,6 +91,7 @@ pub(in crate::convert) unsafe fn box_quads(
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")]
 #[inline(never)]
 unsafe fn quads_of<
+    O: Put,
     const R: usize,
     const ONE: bool,
     const M: usize,
@@ -102,7 +103,7 @@ unsafe fn quads_of<
     k: &[i16],
     plan: &Quads,
     inv: f32,
-    out: [*mut f32; 4],
+    out: [*mut O; 4],
     ahead: usize,
     nta: bool,
 ) {
@@ -172,14 +173,72 @@ unsafe fn quads_of<
         }
         let v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), inv);
         match M {
-            // Each member's five dwords stored where they go in its row, the mask picking them
-            // (the lanes before them fall before the address, under the mask: never written).
-            FIVE => {
-                _mm512_mask_storeu_ps(out[0].add(5 * b), 0x1f, v);
-                _mm512_mask_storeu_ps(out[1].add(5 * b).wrapping_sub(5), 0x1f << 5, v);
-                _mm512_mask_storeu_ps(out[2].add(5 * b).wrapping_sub(10), 0x1f << 10, v);
+            FIVE => O::five(&out, b, v),
+            _ => O::lanes::<M>(&out, b, v),
+        }
+    }
+}
+
+/// Where the quads' sixteen values go: the components' f32 rows, or (`u8`) the 8-bit output's
+/// bytes as the finish would round them (`avx512::finish_bytes`).
+pub(in crate::convert) trait Put: crate::convert::multitap::Sample {
+    /// Each of three members' five values (`Quads::five`) where they go in its row.
+    unsafe fn five(out: &[*mut Self; 4], b: usize, v: __m512);
+    /// The values by the lanes of `store_lanes`.
+    unsafe fn lanes<const M: usize>(out: &[*mut Self; 4], b: usize, v: __m512);
+}
+
+impl Put for f32 {
+    #[inline(always)]
+    unsafe fn five(out: &[*mut f32; 4], b: usize, v: __m512) {
+        // The mask picks each member's five (the lanes before them fall before the address,
+        // under the mask: never written).
+        unsafe {
+            _mm512_mask_storeu_ps(out[0].add(5 * b), 0x1f, v);
+            _mm512_mask_storeu_ps(out[1].add(5 * b).wrapping_sub(5), 0x1f << 5, v);
+            _mm512_mask_storeu_ps(out[2].add(5 * b).wrapping_sub(10), 0x1f << 10, v);
+        }
+    }
+    #[inline(always)]
+    unsafe fn lanes<const M: usize>(out: &[*mut f32; 4], b: usize, v: __m512) {
+        unsafe { store_lanes::<M>(out, b, v) }
+    }
+}
+
+impl Put for u8 {
+    #[inline(always)]
+    unsafe fn five(out: &[*mut u8; 4], b: usize, v: __m512) {
+        // Nearest, ties to even (the rounding mode the finish's `cvtps2dq` runs under), then
+        // saturated to bytes (the sums are not negative).
+        let q = _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(v));
+        unsafe {
+            _mm_mask_storeu_epi8(out[0].add(5 * b) as *mut i8, 0x1f, q);
+            _mm_mask_storeu_epi8(out[1].add(5 * b).wrapping_sub(5) as *mut i8, 0x1f << 5, q);
+            _mm_mask_storeu_epi8(out[2].add(5 * b).wrapping_sub(10) as *mut i8, 0x1f << 10, q);
+        }
+    }
+    #[inline(always)]
+    unsafe fn lanes<const M: usize>(out: &[*mut u8; 4], b: usize, v: __m512) {
+        let q = _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(v));
+        unsafe {
+            match M {
+                1 => _mm_storeu_si128(out[0].add(16 * b) as *mut __m128i, q),
+                2 => {
+                    _mm_storel_epi64(out[0].add(8 * b) as *mut __m128i, q);
+                    _mm_storel_epi64(out[1].add(8 * b) as *mut __m128i, _mm_unpackhi_epi64(q, q));
+                }
+                _ => {
+                    let words = [
+                        _mm_cvtsi128_si32(q),
+                        _mm_extract_epi32::<1>(q),
+                        _mm_extract_epi32::<2>(q),
+                        _mm_extract_epi32::<3>(q),
+                    ];
+                    for m in 0..M.min(4) {
+                        (out[m].add(4 * b) as *mut i32).write_unaligned(words[m]);
+                    }
+                }
             }
-            _ => store_lanes::<M>(&out, b, v),
         }
     }
 }

@@ -64,6 +64,50 @@ pub(super) fn quads_avx512<'m>(m: &MultiTap, g: &'m TapGroup) -> Option<&'m Quad
     without_alpha(m, g, &g.q5, &g.q16)
 }
 
+/// An exact box at AVX-512 with VNNI straight into the output's own bytes
+/// (`FinishValues::interleaves_bytes`): every group has byte quads, and they make the three
+/// components the finish reads.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn quads_bytes(c: &Converter, m: &MultiTap) -> bool {
+    let made = |k: usize| {
+        m.groups.iter().any(|g| {
+            quads_avx512(m, g)
+                .is_some_and(|p| g.members[..if p.five { 3 } else { g.members.len() }].contains(&k))
+        })
+    };
+    c.avx512()
+        && c.vnni
+        && c.finish.interleaves_bytes()
+        && m.groups.iter().all(|g| quads_avx512(m, g).is_some())
+        && (0..3).all(made)
+}
+
+/// Output row `cy` of an exact box by the byte quads into the components' bytes
+/// (`Scratch::comp_bytes`, `quads_bytes`): whether every group was made (where not, the caller
+/// makes the row again through the f32 rows).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn quads_bytes_row(
+    c: &Converter,
+    m: &MultiTap,
+    src: &SrcImage<'_>,
+    cy: usize,
+    s: &mut Scratch,
+) -> bool {
+    let quads = |g| quads_avx512(m, g);
+    let direct = |rows: &[*const u8], k: &[i16], plan: &Quads, inv, out: [*mut u8; 4], ahead| unsafe {
+        avx512::box_quads(rows, k, plan, inv, out, ahead)
+    };
+    let (done, made, all) =
+        multitap::box_quads_row(m, &c.comps, &src.planes, cy, &mut s.comp_bytes, quads, direct);
+    let every = done == (1u32 << m.groups.len()) - 1;
+    if every {
+        s.counts.sampled += made;
+        s.counts.rows_first += all;
+    }
+    every
+}
+
 /// PIL's byte ring at AVX-512 for group `gi`: its whole-weight plan and the 2^-22 one for its
 /// other blocks, over the rows as they are or packed (`plan::Compact`, returned).
 #[cfg(target_arch = "x86_64")]

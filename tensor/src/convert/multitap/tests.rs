@@ -215,3 +215,19 @@ fn down_kernels_give_pils_bytes() {
     }
     assert!(levels.is_empty() || checked > 20_000, "{checked}");
 }
+
+/// A value the byte path stores for an 8-bit output is the finish's byte: nearest with ties to
+/// even (`cvtps2dq` under the default rounding mode: IEEE 754's roundTiesToEven, std's
+/// `round_ties_even`), saturated to 0..255, on ties, near-ties and both ends.
+#[test]
+fn bytes_round_as_the_finish_does() {
+    use super::Sample;
+    for v in [
+        0.0f32, 0.5, 1.5, 2.5, 2.4999998, 2.5000002, 126.5, 127.5, 254.5, 254.50002, 255.0, 255.49998, 255.5,
+        256.0, 300.0,
+    ] {
+        let want = v.round_ties_even().clamp(0.0, 255.0) as u8;
+        assert_eq!(<u8 as Sample>::of_f32(v), want, "{v}");
+        assert_eq!(<f32 as Sample>::of_f32(v), v);
+    }
+}
