@@ -340,21 +340,13 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
     });
     #[cfg(target_arch = "x86_64")]
     let avx512_plan = |g: usize| avx512_plans.get(g).copied().flatten();
-    // PIL's filters at AVX-512 where the output's bytes are the components' (RGB sources into
-    // 8-bit RGB or BGR): the vertical pass's bytes go to the output as they are, interleaved.
-    // Through the f32 rows, the vertical pass's conversions and stores were a third of its
-    // samples and the finish made the same bytes again (RGBA 1080p → 640, Zen 4).
+    // Where the output's bytes are the components' (RGB sources into 8-bit RGB or BGR): PIL's
+    // vertical pass's bytes, or an exact box's quads rounded, go to the output as they are.
     #[cfg(target_arch = "x86_64")]
-    let bytes_out = c.multi.as_ref().is_some_and(|m| {
-        c.avx512()
-            && m.round_between
-            && !m.down_first
-            && !s.ring.btags[0].is_empty()
-            && c.finish.interleaves_bytes()
-            && (0..m.groups.len()).all(|g| avx512_plan(g).is_some())
-            && (0..3).all(|k| m.blended.get(k) == Some(&true))
-    });
-    // An exact box (`area`) likewise, by the byte quads (`taps::quads_bytes`).
+    let ring = !s.ring.btags[0].is_empty();
+    #[cfg(target_arch = "x86_64")]
+    let bytes_out =
+        c.multi.as_ref().is_some_and(|m| taps::pil_bytes(c, m, ring, |g| avx512_plan(g).is_some()));
     #[cfg(target_arch = "x86_64")]
     let quads_bytes = c.multi.as_ref().is_some_and(|m| taps::quads_bytes(c, m));
     // Whether every group is packed, from byte 0 or 1 of the same rows (YUY2, UYVY): each row
