@@ -258,9 +258,9 @@ fn exact_area_sums_rows_first_with_the_same_bytes() {
     }
 }
 
-/// PIL's filters and an exact box into 8-bit RGB and BGR from an RGB source: at AVX-512 the
-/// vertical pass's bytes (the box's quads rounded as the finish rounds) go to the output as they
-/// are, interleaved or planar (`KernelCounts::interleaved`), and give the baseline's bytes, uint8
+/// PIL's filters and an exact box into 8-bit RGB and BGR from an RGB source: at AVX-512 and (PIL's
+/// filters) AVX2 the vertical pass's bytes (the box's quads rounded as the finish rounds) go to
+/// the output as they are, interleaved or planar (`KernelCounts::interleaved`), and give the baseline's bytes, uint8
 /// and int8, hwc and chw, at 3×, 2.5× and a letterbox, on rows with whole 64-pixel steps and a
 /// tail. No other output (gray, RGBA, float32, normalized and quantized) and no YUV source takes
 /// that path.
@@ -273,7 +273,7 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
         (500, 250, 200, 100, FitMode::Stretch),
         (480, 270, 200, 200, FitMode::Letterbox),
     ];
-    let (mut interleaved, mut boxes) = (0, 0);
+    let (mut interleaved, mut boxes, mut at_avx2) = (0, 0, 0);
     for (i, format) in formats().enumerate() {
         for &(w, h, dw, dh, fit) in &cases {
             let frame = Frame::random(format, w, h, 1300 + i as u64);
@@ -312,8 +312,16 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
                         let plain = matches!(cs, Colorspace::Rgb | Colorspace::Bgr)
                             && matches!(dtype, DType::U8 | DType::I8)
                             && mean.is_none();
-                        assert!(made == 0 || (level == Simd::Avx512 && plain), "{what}: interleaved {made}");
+                        let vector = matches!(level, Simd::Avx2 | Simd::Avx512);
+                        assert!(made == 0 || (vector && plain), "{what}: interleaved {made}");
                         interleaved += made;
+                        if level == Simd::Avx2 {
+                            at_avx2 += made;
+                            assert!(
+                                made == 0 || interpolation != Interpolation::Area,
+                                "{what}: AVX2 has no byte box"
+                            );
+                        }
                         if interpolation == Interpolation::Area {
                             boxes += made;
                         }
@@ -329,8 +337,11 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
             }
         }
     }
+    if levels.contains(&Simd::Avx2) {
+        assert!(at_avx2 > 0, "no row went from PIL's bytes to the output at AVX2");
+    }
     if levels.contains(&Simd::Avx512) {
-        assert!(interleaved > boxes, "no row went from PIL's bytes to the output");
+        assert!(interleaved > boxes + at_avx2, "no row went from PIL's bytes to the output at AVX-512");
         // The byte quads need VNNI.
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx512vnni") && std::env::var_os("EDGEFIRST_CONVERT_VNNI").is_none()

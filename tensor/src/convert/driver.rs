@@ -345,8 +345,10 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
     #[cfg(target_arch = "x86_64")]
     let ring = !s.ring.btags[0].is_empty();
     #[cfg(target_arch = "x86_64")]
-    let bytes_out =
-        c.multi.as_ref().is_some_and(|m| taps::pil_bytes(c, m, ring, |g| avx512_plan(g).is_some()));
+    let bytes_out = c.multi.as_ref().is_some_and(|m| match c.avx512() {
+        true => taps::pil_bytes(c, m, ring, |g| avx512_plan(g).is_some()),
+        false => avx2_ring.as_ref().is_some_and(|r| taps::pil_bytes(c, m, ring, |g| r.takes & (1 << g) != 0)),
+    });
     #[cfg(target_arch = "x86_64")]
     let quads_bytes = c.multi.as_ref().is_some_and(|m| taps::quads_bytes(c, m));
     // Whether every group is packed, from byte 0 or 1 of the same rows (YUY2, UYVY): each row
@@ -471,6 +473,15 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                         avx2::down_bytes(rows, k, whole, out, ahead, asked)
                     };
                     skip |= down_first_row(c, m, src, cy, s, takes, horiz, down);
+                } else if bytes_out {
+                    let vert = |rows: &[*const u8],
+                                wi: &[i32],
+                                whole: Option<(&[i16], u8, (u16, u16))>,
+                                out: &mut [u8],
+                                ahead| unsafe {
+                        avx2::vertical_bytes(rows, wi, whole, out, ahead)
+                    };
+                    skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vert);
                 } else {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vert);
                 }
@@ -733,7 +744,10 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         let mut done = 0;
         #[cfg(target_arch = "x86_64")]
         if row_bytes {
-            done = unsafe { avx512::finish_bytes(&c.finish, &s.comp_bytes, dst, y) };
+            done = match c.avx512() {
+                true => unsafe { avx512::finish_bytes(&c.finish, &s.comp_bytes, dst, y) },
+                false => unsafe { avx2::finish_bytes(&c.finish, &s.comp_bytes, dst, y) },
+            };
             s.counts.interleaved += done as u64;
         } else if c.avx2() && c.fused_finish {
             done = if c.avx512() {

@@ -257,6 +257,46 @@ pub(super) struct FinishValues {
     pub width: usize,
 }
 
+/// The finish of components' bytes (`FinishValues::interleaves_bytes`) into row `y`: output
+/// channel `i` is component `order(cs)[i]`, flipped to int8 where the output is signed (RAW8's
+/// `v - 128`); planar by copies; interleaved by the level's `steps(channels, row, flip)`, which
+/// says how many pixels it wrote, and the rest here. Returns the content columns (all of them).
+///
+/// # Safety
+/// `dst` holds the converter's layout, whose row `y` the caller owns; `comps` rows hold the
+/// content width.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(super) unsafe fn finish_bytes_by(
+    f: &FinishValues,
+    comps: &[super::lines::Lines<u8>; 4],
+    dst: SendPtr,
+    y: usize,
+    steps: impl FnOnce([&[u8]; 3], *mut u8, u8) -> usize,
+) -> usize {
+    let n = f.width.min(comps[0].len());
+    let order = order(f.cs);
+    let ch: [&[u8]; 3] = std::array::from_fn(|i| &comps[order[i]][..n]);
+    let flip = if f.signed { 0x80u8 } else { 0 };
+    let row = unsafe { dst.0.add(y * f.row_stride + f.x0 * if f.chw { 1 } else { 3 }) };
+    if f.chw {
+        for (i, c) in ch.iter().enumerate() {
+            let plane = unsafe { std::slice::from_raw_parts_mut(row.add(i * f.plane_stride), n) };
+            for (o, &b) in plane.iter_mut().zip(c.iter()) {
+                *o = b ^ flip;
+            }
+        }
+        return n;
+    }
+    let x = steps(ch, row, flip).min(n);
+    let tail = unsafe { std::slice::from_raw_parts_mut(row.add(3 * x), 3 * (n - x)) };
+    for (j, px) in tail.chunks_exact_mut(3).enumerate() {
+        for i in 0..3 {
+            px[i] = ch[i][x + j] ^ flip;
+        }
+    }
+    n
+}
+
 impl FinishValues {
     /// Whether the output's bytes are an RGB source's components as they are, only ordered and
     /// interleaved (or planar): 8-bit RGB or BGR without normalization. Where PIL's passes make

@@ -15,12 +15,14 @@ use super::plan::{group_dispatch, group_tail, Group, SampleRow, Shuffle, WEIGHT_
 use std::arch::x86_64::*;
 
 mod boxes;
+mod finish_bytes;
 mod pixels;
 mod taps;
 mod vertical;
 mod whole;
 use super::hint::{prefetch, prefetch_span};
 pub(super) use boxes::{box_blocks, box_sums, box_sums_split};
+pub(super) use finish_bytes::finish_bytes;
 pub(super) use pixels::{pack_planar, pixel_words, pixels, pixels_bytes};
 pub(super) use taps::{
     multitap, multitap_bytes, multitap_vertical, pack_bytes, pack_bytes_split, pack_bytes_split_halved,

@@ -15,27 +15,56 @@ use std::arch::x86_64::*;
 /// # Safety
 /// The CPU has AVX2; every row pointer is readable for `out.len()` bytes.
 #[target_feature(enable = "avx2,fma")]
-pub(in crate::convert) unsafe fn vertical_bytes(
+pub(in crate::convert) unsafe fn vertical_bytes<O: Out>(
     rows: &[*const u8],
     wi: &[i32],
     whole: Option<(&[i16], u8, (u16, u16))>,
-    out: &mut [f32],
+    out: &mut [O],
     ahead: Trickle,
 ) -> usize {
     match ahead.is_empty() {
-        true => unsafe { vertical_bytes_of::<false>(rows, wi, whole, out, ahead) },
-        false => unsafe { vertical_bytes_of::<true>(rows, wi, whole, out, ahead) },
+        true => unsafe { vertical_bytes_of::<O, false>(rows, wi, whole, out, ahead) },
+        false => unsafe { vertical_bytes_of::<O, true>(rows, wi, whole, out, ahead) },
+    }
+}
+
+/// What PIL's vertical pass over bytes writes at this level: the components' f32 rows, or
+/// (`u8`, `BYTES`) the bytes themselves, for the finish that only interleaves them
+/// (`avx2::finish_bytes`).
+pub(in crate::convert) trait Out: crate::convert::multitap::Sample {
+    const BYTES: bool;
+    /// Eight dwords, each a byte's value, at `o`.
+    unsafe fn put8(o: *mut Self, v: __m256i);
+}
+
+impl Out for f32 {
+    const BYTES: bool = false;
+    #[inline(always)]
+    unsafe fn put8(o: *mut f32, v: __m256i) {
+        unsafe { _mm256_storeu_ps(o, _mm256_cvtepi32_ps(v)) }
+    }
+}
+
+impl Out for u8 {
+    const BYTES: bool = true;
+    #[inline(always)]
+    unsafe fn put8(o: *mut u8, v: __m256i) {
+        // Dwords 0..255: their low bytes, in order.
+        let w = _mm256_packus_epi32(v, v);
+        let b = _mm256_packus_epi16(w, w);
+        let lo = _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256::<1>(b));
+        unsafe { _mm_storel_epi64(o as *mut __m128i, lo) }
     }
 }
 
 /// `vertical_bytes` asking for lines (`ASK`) or not, each its own loop (as AVX-512's).
 #[target_feature(enable = "avx2,fma")]
 #[inline(never)]
-unsafe fn vertical_bytes_of<const ASK: bool>(
+unsafe fn vertical_bytes_of<O: Out, const ASK: bool>(
     rows: &[*const u8],
     wi: &[i32],
     whole: Option<(&[i16], u8, (u16, u16))>,
-    out: &mut [f32],
+    out: &mut [O],
     mut ahead: Trickle,
 ) -> usize {
     let o = out.as_mut_ptr();
@@ -46,8 +75,8 @@ unsafe fn vertical_bytes_of<const ASK: bool>(
             macro_rules! taps {
                 ($($t:literal)*) => {
                     match rows.len() {
-                        $($t => unsafe { halves::<$t, ASK, false>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead, (0, 0)) },)*
-                        _ => unsafe { halves_any::<ASK, false>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead, (0, 0)) },
+                        $($t => unsafe { match O::BYTES { true => halves::<$t, ASK, true>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead, (0, 0)), false => halves::<$t, ASK, false>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead, (0, 0)) } },)*
+                        _ => unsafe { match O::BYTES { true => halves_any::<ASK, true>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead, (0, 0)), false => halves_any::<ASK, false>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead, (0, 0)) } },
                     }
                 };
             }
@@ -70,10 +99,7 @@ unsafe fn vertical_bytes_of<const ASK: bool>(
                         a = _mm256_add_epi32(a, _mm256_mullo_epi32(v, _mm256_set1_epi32(w)));
                     }
                     let s = _mm256_srai_epi32::<{ PIL_SHIFT as i32 }>(a);
-                    _mm256_storeu_ps(
-                        o.add(x),
-                        _mm256_cvtepi32_ps(_mm256_min_epi32(_mm256_max_epi32(s, zero), top)),
-                    );
+                    O::put8(o.add(x), _mm256_min_epi32(_mm256_max_epi32(s, zero), top));
                 }
             }
             n

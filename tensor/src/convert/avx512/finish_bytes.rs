@@ -2,7 +2,7 @@
 //! (`FinishValues::interleaves_bytes`): the vertical pass's bytes ordered and interleaved into
 //! the output, with no floats between.
 
-use super::super::finish::{order, FinishValues, SendPtr};
+use super::super::finish::{finish_bytes_by, FinishValues, SendPtr};
 use super::super::lines::Lines;
 use std::arch::x86_64::*;
 
@@ -31,10 +31,9 @@ const fn interleave_rgb() -> [[[u8; 64]; 2]; 3] {
 
 static INTERLEAVE_RGB: [[[u8; 64]; 2]; 3] = interleave_rgb();
 
-/// Row `y`'s content columns from the components' bytes `comps` (content width): output channel
-/// `i` is component `order(cs)[i]`, flipped to int8 where the output is signed (RAW8's `v - 128`);
-/// interleaved 64 pixels a step by two `vpermt2b` per 64 output bytes, planar by copies. Returns
-/// the columns it wrote (all of them).
+/// Row `y`'s content columns from the components' bytes `comps` (`finish::finish_bytes_by`):
+/// interleaved 64 pixels a step by two `vpermt2b` per 64 output bytes. Returns the columns it
+/// wrote (all of them).
 ///
 /// # Safety
 /// The CPU has AVX-512 F/BW/VBMI; `dst` holds the converter's layout, whose row `y` the caller
@@ -46,42 +45,26 @@ pub(in crate::convert) unsafe fn finish_bytes(
     dst: SendPtr,
     y: usize,
 ) -> usize {
-    let n = f.width.min(comps[0].len());
-    let order = order(f.cs);
-    let ch: [&[u8]; 3] = std::array::from_fn(|i| &comps[order[i]][..n]);
-    let flip = if f.signed { 0x80u8 } else { 0 };
-    let row = unsafe { dst.0.add(y * f.row_stride + f.x0 * if f.chw { 1 } else { 3 }) };
-    if f.chw {
-        for (i, c) in ch.iter().enumerate() {
-            let plane = unsafe { std::slice::from_raw_parts_mut(row.add(i * f.plane_stride), n) };
-            for (o, &b) in plane.iter_mut().zip(c.iter()) {
-                *o = b ^ flip;
+    let steps = |ch: [&[u8]; 3], row: *mut u8, flip: u8| {
+        let n = ch[0].len();
+        let flips = _mm512_set1_epi8(flip as i8);
+        let mut x = 0;
+        while x + 64 <= n {
+            unsafe {
+                let at = |i: usize| _mm512_loadu_si512(ch[i].as_ptr().add(x) as *const _);
+                let (c0, c1, c2) = (at(0), at(1), at(2));
+                for v in 0..3 {
+                    let a = _mm512_loadu_si512(INTERLEAVE_RGB[v][0].as_ptr() as *const _);
+                    let b = _mm512_loadu_si512(INTERLEAVE_RGB[v][1].as_ptr() as *const _);
+                    let o = _mm512_permutex2var_epi8(_mm512_permutex2var_epi8(c0, a, c1), b, c2);
+                    _mm512_storeu_si512(row.add(3 * x + 64 * v) as *mut _, _mm512_xor_si512(o, flips));
+                }
             }
+            x += 64;
         }
-        return n;
-    }
-    let flips = _mm512_set1_epi8(flip as i8);
-    let mut x = 0;
-    while x + 64 <= n {
-        unsafe {
-            let at = |i: usize| _mm512_loadu_si512(ch[i].as_ptr().add(x) as *const _);
-            let (c0, c1, c2) = (at(0), at(1), at(2));
-            for v in 0..3 {
-                let a = _mm512_loadu_si512(INTERLEAVE_RGB[v][0].as_ptr() as *const _);
-                let b = _mm512_loadu_si512(INTERLEAVE_RGB[v][1].as_ptr() as *const _);
-                let o = _mm512_permutex2var_epi8(_mm512_permutex2var_epi8(c0, a, c1), b, c2);
-                _mm512_storeu_si512(row.add(3 * x + 64 * v) as *mut _, _mm512_xor_si512(o, flips));
-            }
-        }
-        x += 64;
-    }
-    let tail = unsafe { std::slice::from_raw_parts_mut(row.add(3 * x), 3 * (n - x)) };
-    for (j, px) in tail.chunks_exact_mut(3).enumerate() {
-        for i in 0..3 {
-            px[i] = ch[i][x + j] ^ flip;
-        }
-    }
-    n
+        x
+    };
+    unsafe { finish_bytes_by(f, comps, dst, y, steps) }
 }
 
 #[cfg(test)]
