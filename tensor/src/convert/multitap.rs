@@ -150,7 +150,7 @@ pub(super) fn pil8_row<T: Sample>(
                 for (j, &w) in wi.iter().enumerate() {
                     acc += w * ring[slot(first + j, kv) * n + x] as i32;
                 }
-                o[x] = T::of((acc >> PIL_SHIFT).clamp(0, 255) as u8);
+                o[x] = T::of_f32((acc >> PIL_SHIFT).clamp(0, 255) as f32);
             }
         }
         groups |= 1 << gi;
@@ -158,34 +158,34 @@ pub(super) fn pil8_row<T: Sample>(
     (groups, made)
 }
 
-/// A component's value as the PIL passes over bytes store it: as a float for the finish, or
-/// the byte itself where the finish only interleaves the bytes (`pil8_row`).
+/// A component's value as the multi-tap passes store it: as a float for the finish, or the
+/// output's byte where the finish only interleaves the bytes (`Scratch::comp_bytes`,
+/// `FinishValues::interleaves_bytes`).
 pub(super) trait Sample: Copy + super::lines::Zeroed + 'static {
-    fn of(b: u8) -> Self;
     /// A value the finish would round: as it is, or the 8-bit output's byte (nearest, ties to
     /// even, saturated: the finish's `cvtps2dq` and pack).
     fn of_f32(v: f32) -> Self;
+    /// Of a band's rows, the ones for this type: the components' floats or their bytes.
+    fn rows<'a>(floats: &'a mut [Lines<f32>; 4], bytes: &'a mut [Lines<u8>; 4]) -> &'a mut [Lines<Self>; 4];
 }
 
 impl Sample for f32 {
     #[inline(always)]
-    fn of(b: u8) -> f32 {
-        b as f32
-    }
-    #[inline(always)]
     fn of_f32(v: f32) -> f32 {
         v
+    }
+    fn rows<'a>(floats: &'a mut [Lines<f32>; 4], _: &'a mut [Lines<u8>; 4]) -> &'a mut [Lines<f32>; 4] {
+        floats
     }
 }
 
 impl Sample for u8 {
     #[inline(always)]
-    fn of(b: u8) -> u8 {
-        b
-    }
-    #[inline(always)]
     fn of_f32(v: f32) -> u8 {
         super::finish::round_even(v) as u8
+    }
+    fn rows<'a>(_: &'a mut [Lines<f32>; 4], bytes: &'a mut [Lines<u8>; 4]) -> &'a mut [Lines<u8>; 4] {
+        bytes
     }
 }
 

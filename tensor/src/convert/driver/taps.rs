@@ -11,8 +11,6 @@ use super::super::hint::prefetch;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::hint::Trickle;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-use super::super::lines::Lines;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::multitap;
 use super::super::multitap::VTaps;
 use super::super::multitap::MULTI_PREFETCH_AHEAD;
@@ -703,7 +701,7 @@ pub(super) fn prefetch_multi(m: &MultiTap, comps: &[Comp], src: &SrcImage<'_>, c
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub(super) fn byte_ring_row<T: Rows>(
+pub(super) fn byte_ring_row<T: multitap::Sample>(
     c: &Converter,
     m: &MultiTap,
     src: &SrcImage<'_>,
@@ -731,27 +729,6 @@ pub(super) fn byte_ring_row<T: Rows>(
     );
     s.counts.sampled += made;
     groups
-}
-
-/// The rows `byte_ring_row` fills for `T`: the components' floats, or their bytes
-/// (`Scratch::comp_bytes`, for the finish that interleaves them).
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub(super) trait Rows: multitap::Sample {
-    fn rows<'a>(comps: &'a mut [Lines<f32>; 4], bytes: &'a mut [Lines<u8>; 4]) -> &'a mut [Lines<Self>; 4];
-}
-
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-impl Rows for f32 {
-    fn rows<'a>(comps: &'a mut [Lines<f32>; 4], _: &'a mut [Lines<u8>; 4]) -> &'a mut [Lines<f32>; 4] {
-        comps
-    }
-}
-
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-impl Rows for u8 {
-    fn rows<'a>(_: &'a mut [Lines<f32>; 4], bytes: &'a mut [Lines<u8>; 4]) -> &'a mut [Lines<u8>; 4] {
-        bytes
-    }
 }
 
 /// Output row `cy` of PIL's filters blended down first (`multitap::pil8_down_first`): the level's
