@@ -157,10 +157,13 @@ def nested_loops(f, repeat):
 
 def choose(funcs, where, need, want=(), avoid=()):
     """The loop for one part of a case: `where` a symbol suffix (`nest:N:` before it: the block
-    loop around a loop run N times, see `nested_loops`) or a baseline.rs snippet."""
+    loop around a loop run N times, see `nested_loops`; `in:` before it: an inner loop of that
+    function, inlined there) or a baseline.rs snippet."""
     if where.startswith('nest:'):
         _, times, name = where.split(':', 2)
         cands = [b for f in funcs if f['name'].endswith(name) for b in nested_loops(f, int(times))]
+    elif where.startswith('in:'):
+        cands = [b for f in funcs if f['name'].endswith(where[3:]) for b in inner_loops(f)]
     elif where.startswith('neon::'):
         cands = [b for f in funcs if f['name'].endswith(where) for b in inner_loops(f)]
     else:
@@ -234,12 +237,18 @@ CASES = [
     ('PIL vertical', 'NV12 Y 3x (five rows)', 'NEON over the f32 ring',
      [('nest:5:convert::driver::rows', 64, [r'^mla\s', 'cvtf'], ['fmul', 'ushll'])]),
     ('PIL vertical', 'NV12 Y 3x (five rows)', 'NEON over the byte ring',
-     [('neon::vertical::halves::<5>', 64, ['umlal'], ())]),
+     [('neon::vertical::halves::<5, false>', 64, ['umlal'], ())]),
     ('PIL vertical', 'NV12 U or V 1.5x (three rows)', 'NEON over the f32 ring',
      [('nest:3:convert::driver::rows', 64, [r'^mla\s', 'cvtf'], ['fmul', 'ushll'])]),
     ('PIL vertical', 'NV12 U or V 1.5x (three rows)', 'NEON over the byte ring',
-     [('neon::vertical::halves::<3>', 64, ['umlal'], ())]),
+     [('neon::vertical::halves::<3, false>', 64, ['umlal'], ())]),
+    ('PIL vertical', 'RGBA 3x (six rows), a member', 'NEON over the byte ring, into f32',
+     [('neon::vertical::halves::<6, false>', 64, ['umlal'], ())]),
+    ('PIL vertical', 'RGBA 3x (six rows), a member', 'NEON over the byte ring, into bytes',
+     [('neon::vertical::halves::<6, true>', 16, ['umlal'], ())]),
     ('finish', 'RGBA -> uint8 RGB hwc', 'NEON', [('neon::finish_rows::<1, 1, 0>', 48, ['^st3'], ())]),
+    ('finish', 'RGBA -> uint8 RGB hwc', 'NEON from PIL\'s bytes',
+     [('in:convert::driver::rows', 48, ['^st3', r'^eor\s'], ['cvt', 'fmul'])]),
     ('finish', 'RGBA -> uint8 RGB hwc', 'baseline', [
         (RGB_ROW, 192, (), ()), (ROUND, 48, (), ()), (WEAVE, 48, ['^st3'], ())]),
 ]

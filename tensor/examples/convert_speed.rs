@@ -39,6 +39,9 @@ fn main() {
     // `CONVERT_SPEED_FRAMES=32` rotates through that many frames (each read from DRAM, as a
     // camera's are) instead of converting one frame that stays in cache.
     let frames = std::env::var("CONVERT_SPEED_FRAMES").ok().and_then(|v| v.parse().ok()).unwrap_or(1usize);
+    // `CONVERT_SPEED_OUT=160` makes a square tensor of that side instead of 640 (with a small
+    // source: the same work on a frame that stays in the second-level cache).
+    let side = std::env::var("CONVERT_SPEED_OUT").ok().and_then(|v| v.parse().ok()).unwrap_or(640usize);
     let srcs: Vec<Vec<u8>> = (0..frames).map(|i| vec![77u8 ^ i as u8; w * h * 4]).collect();
     for (f, dt) in [
         (PixelFormat::Nv12, DType::U8),
@@ -53,7 +56,7 @@ fn main() {
                 continue;
             }
         }
-        let dst = DstLayout::dense(640, 640, Colorspace::Rgb, false, dt);
+        let dst = DstLayout::dense(side, side, Colorspace::Rgb, false, dt);
         let threads = std::env::var("CONVERT_SPEED_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
         let c = Converter::new(f, w, h, dst, &spec, threads).unwrap();
         fn image(f: PixelFormat, w: usize, h: usize, src: &[u8]) -> SrcImage<'_> {

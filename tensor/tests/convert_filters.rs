@@ -259,8 +259,9 @@ fn exact_area_sums_rows_first_with_the_same_bytes() {
 }
 
 /// PIL's filters and an exact box into 8-bit RGB and BGR from an RGB source: at AVX-512 and (PIL's
-/// filters) AVX2 the vertical pass's bytes (the box's quads rounded as the finish rounds) go to
-/// the output as they are, interleaved or planar (`KernelCounts::interleaved`), and give the baseline's bytes, uint8
+/// filters) AVX2 and NEON the vertical pass's bytes (the box's quads rounded as the finish rounds)
+/// go to the output as they are, interleaved or planar (`KernelCounts::interleaved`), and give
+/// the baseline's bytes, uint8
 /// and int8, hwc and chw, at 3×, 2.5× and a letterbox, on rows with whole 64-pixel steps and a
 /// tail. No other output (gray, RGBA, float32, normalized and quantized) and no YUV source takes
 /// that path.
@@ -274,6 +275,8 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
         (480, 270, 200, 200, FitMode::Letterbox),
     ];
     let (mut interleaved, mut boxes, mut at_avx2) = (0, 0, 0);
+    // Per level (`levels`' order): the pixels that went straight to the output.
+    let mut at_level = vec![0u64; levels.len()];
     for (i, format) in formats().enumerate() {
         for &(w, h, dw, dh, fit) in &cases {
             let frame = Frame::random(format, w, h, 1300 + i as u64);
@@ -299,7 +302,7 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
                     let dst = DstLayout::dense(dw, dh, cs, chw, dtype);
                     let mut conv = Converter::new(format, w, h, dst, &spec, 1).unwrap();
                     let mut first: Option<Vec<u8>> = None;
-                    for &level in &levels {
+                    for (li, &level) in levels.iter().enumerate() {
                         conv.set_simd(level);
                         let before = conv.kernel_counts().interleaved;
                         let mut out = vec![0xeeu8; dst.bytes()];
@@ -312,7 +315,11 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
                         let plain = matches!(cs, Colorspace::Rgb | Colorspace::Bgr)
                             && matches!(dtype, DType::U8 | DType::I8)
                             && mean.is_none();
-                        let vector = matches!(level, Simd::Avx2 | Simd::Avx512);
+                        #[cfg(target_arch = "aarch64")]
+                        let neon = level == Simd::Neon;
+                        #[cfg(not(target_arch = "aarch64"))]
+                        let neon = false;
+                        let vector = neon || matches!(level, Simd::Avx2 | Simd::Avx512);
                         assert!(made == 0 || (vector && plain), "{what}: interleaved {made}");
                         interleaved += made;
                         if level == Simd::Avx2 {
@@ -320,6 +327,13 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
                             assert!(
                                 made == 0 || interpolation != Interpolation::Area,
                                 "{what}: AVX2 has no byte box"
+                            );
+                        }
+                        at_level[li] += made;
+                        if neon {
+                            assert!(
+                                made == 0 || interpolation != Interpolation::Area,
+                                "{what}: NEON has no byte box"
                             );
                         }
                         if interpolation == Interpolation::Area {
@@ -339,6 +353,10 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
     }
     if levels.contains(&Simd::Avx2) {
         assert!(at_avx2 > 0, "no row went from PIL's bytes to the output at AVX2");
+    }
+    #[cfg(target_arch = "aarch64")]
+    if let Some(i) = levels.iter().position(|&l| l == Simd::Neon) {
+        assert!(at_level[i] > 0, "no row went from PIL's bytes to the output at NEON");
     }
     if levels.contains(&Simd::Avx512) {
         assert!(interleaved > boxes + at_avx2, "no row went from PIL's bytes to the output at AVX-512");

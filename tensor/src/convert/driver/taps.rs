@@ -62,12 +62,12 @@ pub(super) fn quads_avx512<'m>(m: &MultiTap, g: &'m TapGroup) -> Option<&'m Quad
     without_alpha(m, g, &g.q5, &g.q16)
 }
 
-/// PIL's filters straight into the output's own bytes (`FinishValues::interleaves_bytes`; AVX-512
-/// and AVX2): horizontal first through the byte ring (`ring`), every group by the level's
+/// PIL's filters straight into the output's own bytes (`FinishValues::interleaves_bytes`; AVX-512,
+/// AVX2 and NEON): horizontal first through the byte ring (`ring`), every group by the level's
 /// blocks (`planned`), and the three components the finish reads blended.
 /// Through the f32 rows, the vertical pass's conversions and stores were a third of its samples
 /// and the finish made the same bytes again (RGBA 1080p → 640, Zen 4).
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) fn pil_bytes(c: &Converter, m: &MultiTap, ring: bool, planned: impl Fn(usize) -> bool) -> bool {
     m.round_between
         && !m.down_first

@@ -32,11 +32,13 @@ use super::plan::{
 };
 use std::arch::aarch64::*;
 
+mod finish_bytes;
 mod pack;
 mod quads;
 mod rows_first;
 mod vertical;
 mod whole;
+pub(super) use finish_bytes::finish_bytes;
 pub(super) use pack::{pack_bytes, pack_bytes_split, pack_planar};
 pub(super) use quads::{box_quads, dotprod};
 pub(super) use vertical::{down_bytes, vertical_bytes};

@@ -5,31 +5,34 @@ use crate::convert::hint::Trickle;
 use crate::convert::plan::{PIL_HALF, PIL_SHIFT};
 use std::arch::aarch64::*;
 
-/// PIL's vertical pass over rows of bytes into a component's row (f32 values of PIL's bytes):
-/// with whole weights (`k`, `D` and `div`, `⌊t / 2D⌋`'s multiplier and shift) 16 outputs a step,
-/// `t = 2S + D` in u16 by `umlal` of the doubled weights (bytes: `2k ≤ 254`) and the division
-/// of the horizontal blocks (`whole::divide`); else PIL's 2^-22 weights in i32, eight a step.
-/// The lines `ahead` asked for through the steps. Over the f32 ring (four bytes a sample) the
-/// pass read four times the bytes and took an `mla` in i32 per four outputs and row. Returns the
-/// outputs it wrote (whole steps).
+/// PIL's vertical pass over rows of bytes into a component's row (f32 values of PIL's bytes, or
+/// the bytes themselves: `Out`): with whole weights (`k`, `D` and `div`, `⌊t / 2D⌋`'s multiplier
+/// and shift) 16 outputs a step, `t = 2S + D` in u16 by `umlal` of the doubled weights (bytes:
+/// `2k ≤ 254`) and the division of the horizontal blocks (`whole::divide`); else PIL's 2^-22
+/// weights in i32, eight a step. The lines `ahead` asked for through the steps. Over the f32
+/// ring (four bytes a sample) the pass read four times the bytes and took an `mla` in i32 per
+/// four outputs and row. Returns the outputs it wrote (whole steps).
 ///
 /// # Safety
 /// Every row pointer is readable for `out.len()` bytes.
-pub(in crate::convert) unsafe fn vertical_bytes(
+pub(in crate::convert) unsafe fn vertical_bytes<O: Out>(
     rows: &[*const u8],
     wi: &[i32],
     whole: Option<(&[i16], u8, (u16, u16))>,
-    out: &mut [f32],
+    out: &mut [O],
     mut ahead: Trickle,
 ) -> usize {
     let o = out.as_mut_ptr();
     match whole {
         Some((k, d, div)) if k.len() <= rows.len() => {
+            let (b, len) = (o as *mut u8, out.len());
             macro_rules! taps {
                 ($($t:literal)*) => {
-                    match k.len() {
-                        $($t => unsafe { halves::<$t, false>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead) },)*
-                        _ => unsafe { halves::<0, false>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead) },
+                    match (k.len(), O::BYTES) {
+                        $(($t, false) => unsafe { halves::<$t, false>(rows, k, d, div, b, len, &mut ahead) },)*
+                        $(($t, true) => unsafe { halves::<$t, true>(rows, k, d, div, b, len, &mut ahead) },)*
+                        (_, false) => unsafe { halves::<0, false>(rows, k, d, div, b, len, &mut ahead) },
+                        (_, true) => unsafe { halves::<0, true>(rows, k, d, div, b, len, &mut ahead) },
                     }
                 };
             }
@@ -49,14 +52,42 @@ pub(in crate::convert) unsafe fn vertical_bytes(
                         lo = vmlaq_n_s32(lo, vmovl_s16(vget_low_s16(v)), w);
                         hi = vmlaq_n_s32(hi, vmovl_high_s16(v), w);
                     }
-                    for (h, a) in [lo, hi].into_iter().enumerate() {
-                        let b = vminq_s32(vmaxq_s32(vshrq_n_s32::<{ PIL_SHIFT as i32 }>(a), zero), top);
-                        vst1q_f32(o.add(x + 4 * h), vcvtq_f32_s32(b));
-                    }
+                    let [lo, hi] = [lo, hi]
+                        .map(|a| vminq_s32(vmaxq_s32(vshrq_n_s32::<{ PIL_SHIFT as i32 }>(a), zero), top));
+                    O::put8(o.add(x), lo, hi);
                 }
             }
             n
         }
+    }
+}
+
+/// What PIL's vertical pass over bytes writes at this level: the components' f32 rows, or
+/// (`u8`, `BYTES`) the bytes themselves, for the finish that only interleaves them
+/// (`neon::finish_bytes`).
+pub(in crate::convert) trait Out: crate::convert::multitap::Sample {
+    const BYTES: bool;
+    /// Eight values 0..=255 (two halves of four) at `o`.
+    unsafe fn put8(o: *mut Self, lo: int32x4_t, hi: int32x4_t);
+}
+
+impl Out for f32 {
+    const BYTES: bool = false;
+    #[inline(always)]
+    unsafe fn put8(o: *mut f32, lo: int32x4_t, hi: int32x4_t) {
+        unsafe {
+            vst1q_f32(o, vcvtq_f32_s32(lo));
+            vst1q_f32(o.add(4), vcvtq_f32_s32(hi));
+        }
+    }
+}
+
+impl Out for u8 {
+    const BYTES: bool = true;
+    #[inline(always)]
+    unsafe fn put8(o: *mut u8, lo: int32x4_t, hi: int32x4_t) {
+        let w = vcombine_u16(vqmovun_s32(lo), vqmovun_s32(hi));
+        unsafe { vst1_u8(o, vqmovn_u16(w)) }
     }
 }
 
@@ -175,6 +206,14 @@ mod tests {
                     let mut out = vec![-1f32; n];
                     let w = whole.then_some((k, d as u8, div));
                     let done = unsafe { vertical_bytes(&at, &wi, w, &mut out, Trickle::NONE) };
+                    // The same pass storing bytes: the floats' values, as bytes, and nothing past.
+                    let mut bytes = vec![0xa5u8; n];
+                    let done8 = unsafe { vertical_bytes(&at, &wi, w, &mut bytes, Trickle::NONE) };
+                    assert_eq!(done8, done, "weights {k:?}");
+                    for x in 0..n {
+                        let want = if x < done { out[x] as u8 } else { 0xa5 };
+                        assert_eq!(bytes[x], want, "weights {k:?}, {n} outputs, byte {x}");
+                    }
                     let step = if whole { 16 } else { 8 };
                     assert_eq!(done, n / step * step, "weights {k:?}");
                     for x in 0..n {
