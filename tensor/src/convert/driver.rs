@@ -15,7 +15,7 @@ use super::avx2;
 #[cfg(target_arch = "x86_64")]
 use super::avx512;
 use super::baseline;
-use super::finish::SendPtr;
+use super::finish::{SendPtr, RGB};
 #[cfg(target_arch = "x86_64")]
 use super::lines::Lines;
 use super::multitap::{self, VTaps};
@@ -29,7 +29,10 @@ use std::ops::Range;
 mod ahead;
 mod fill;
 mod taps;
-use ahead::{direct_rows, prefetch_row_ends, Ahead, DirectRows, ROW_END_AHEAD};
+use ahead::{
+    direct_rows, prefetch_multi_pages, prefetch_row_pages, Ahead, DirectRows, MULTI_PAGES_AHEAD,
+    ROW_PAGES_AHEAD,
+};
 use fill::padding;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use taps::byte_ring_row;
@@ -190,14 +193,20 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         let ring = !s.ring.btags[0].is_empty();
         neon_ring.as_ref().is_some_and(|r| taps::pil_bytes(c, m, ring, |g| r.takes & (1 << g) != 0))
     });
+    // PIL's filters over an RGB source's pixels through the byte ring: their pages asked for
+    // ahead (`prefetch_multi_pages`; not the other multi-tap rows, where it measured slower).
+    let pil_pixels = c.multi.as_ref().filter(|m| m.round_between && !m.down_first && c.finish.kind == RGB);
     for y in rows.start.max(content.start)..rows.end.min(content.end) {
         let cy = y - rect.y;
         // Bilinear and nearest: the planes the kernels read straight from the frame, which ask
         // for the next rows' lines among their loads (`direct_rows`); the other planes' lines in
         // parts (`Ahead`), one now.
         let mut direct: [Option<DirectRows<'_>>; 3] = [None; 3];
+        if let Some(m) = pil_pixels {
+            prefetch_multi_pages(c, m, src, cy + MULTI_PAGES_AHEAD);
+        }
         if c.multi.is_none() {
-            prefetch_row_ends(c, src, cy + ROW_END_AHEAD);
+            prefetch_row_pages(c, src, cy + ROW_PAGES_AHEAD);
             for (p, d) in direct.iter_mut().enumerate().take(c.format.num_planes()) {
                 *d = direct_rows(c, src, p, cy);
             }

@@ -1,9 +1,10 @@
 //! Where the bilinear and nearest rows' source lines come from: the planes the kernels read
 //! straight from the frame (`direct_rows`, which ask for the next rows' lines among their loads),
-//! the other planes' lines asked for in parts between the stages (`Ahead`), and each row's last
-//! lines (`prefetch_row_ends`).
+//! the other planes' lines asked for in parts between the stages (`Ahead`), and each row's pages
+//! and last lines (`prefetch_row_pages`; the multi-tap filters' pages: `prefetch_multi_pages`).
 
-use super::super::hint::{prefetch, prefetch_span};
+use super::super::hint::{prefetch, prefetch_pages, prefetch_span};
+use super::super::plan::MultiTap;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::plan::{Group, SampleRow};
 use super::super::{Converter, SrcImage};
@@ -43,8 +44,8 @@ pub(super) const PREFETCH_AHEAD: usize = 2;
 /// loaded at the row's last taps (`plan::Permute::reach`, `plan::Shuffle::reach`).
 const END_REACH: usize = 128;
 
-/// Output rows ahead whose source rows' last lines are asked for (`prefetch_row_ends`). The
-/// kernels ask for each block's line `PREFETCH_AHEAD` rows on among their loads, but the last
+/// Output rows ahead whose source rows' pages and last lines are asked for (`prefetch_row_pages`).
+/// The kernels ask for each block's line `PREFETCH_AHEAD` rows on among their loads, but the last
 /// block's window runs on past the line it asks for, and the row's tail asks for nothing: on
 /// Zen 4 every row of a cold frame ended in a wait for its last line (bilinear's camera rows at
 /// 32 frames 1.4× the hot frame). Engine, uint8, AVX-512, Zen 4, best of 1000, the same binary
@@ -52,7 +53,18 @@ const END_REACH: usize = 128;
 /// 0.186–0.203 / 0.187–0.238, YUY2 0.220–0.227 / 0.182–0.186 / 0.185–0.195, RGBA 0.239–0.246 /
 /// 0.233–0.246 / 0.224–0.233; 8 frames and hot level. (Two rows on, with the kernels' asks, was
 /// less steady: NV12 0.187–0.237.)
-pub(super) const ROW_END_AHEAD: usize = 12;
+pub(super) const ROW_PAGES_AHEAD: usize = 12;
+
+/// Output rows ahead whose new source rows' pages PIL's filters over an RGB source ask for
+/// (`prefetch_multi_pages`). Engine, uint8, AVX-512, Zen 4, 8 rotating 1080p frames, each
+/// distance in turn frame by frame in one run (best / first quartile of 800, ms), none / 4 / 8
+/// / 16: RGBA `bilinear-antialias` 0.487 / 0.437 / 0.435 / 0.439 (0.543 / 0.465 / 0.461 /
+/// 0.468). The other multi-tap rows measured slower with them (two binaries alternated, 32
+/// frames: YUY2 `area` 0.288–0.341 → 0.306–0.350, NV12 0.230–0.288 → 0.252–0.313, RGBA
+/// 0.422–0.457 → 0.444–0.446; YUY2 `bilinear-antialias` 0.371–0.379 → 0.377–0.404): their
+/// kernels' own asks (`hint::prefetch_window_once`, the trickle) already take the walks where
+/// they cost less, is the likely reason (not measured further).
+pub(super) const MULTI_PAGES_AHEAD: usize = 8;
 
 /// A camera frame arrives cold: its rows are in DRAM, and a downscale jumps between them, so the
 /// hardware's stream prefetcher restarts on every row. The source rows that output row `cy +
@@ -93,11 +105,16 @@ fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize, piece: usize, pi
     }
 }
 
-/// The last line of each source row output row `on` reads and the row before it does not
-/// (`Axis::new_rows`), and the lines past it the kernels' loads reach (`END_REACH`), in every
-/// plane (bilinear and nearest; `ROW_END_AHEAD`).
+/// A line in each 4 KiB page of the window of each source row output row `on` reads and the row
+/// before it does not (`Axis::new_rows`, `hint::prefetch_pages`: each page's walk done here,
+/// between the kernels), then the row's last line and the lines past it the kernels' loads
+/// reach (`END_REACH`), in every plane (bilinear and nearest; `ROW_PAGES_AHEAD`). The pages
+/// added to the last lines, engine, uint8, AVX-512, Zen 4, each in turn frame by frame in one
+/// run (best / first quartile of 800, ms): RGBA 8 rotating frames 0.192 → 0.185 (0.217 →
+/// 0.205), 32 frames 0.250 → 0.238 (0.295 → 0.264); YUY2 8 frames 0.178 → 0.172 (0.183 →
+/// 0.176), 32 frames 0.191 → 0.187 (0.219 → 0.208); NV12 level, and every hot frame within 1 %.
 #[inline(always)]
-pub(super) fn prefetch_row_ends(c: &Converter, src: &SrcImage<'_>, on: usize) {
+pub(super) fn prefetch_row_pages(c: &Converter, src: &SrcImage<'_>, on: usize) {
     for p in 0..c.format.num_planes() {
         let (lo, hi) = c.plane_window[p];
         let (bytes, stride) = src.planes[p];
@@ -107,7 +124,36 @@ pub(super) fn prefetch_row_ends(c: &Converter, src: &SrcImage<'_>, on: usize) {
         let axis = if c.plane_chroma_rows[p] { &c.rows_chroma } else { &c.rows_luma };
         for r in axis.new_rows(on).into_iter().flatten() {
             let last = (r * stride + hi - 1).min(bytes.len() - 1);
+            prefetch_pages(bytes.as_ptr(), (r * stride + lo).min(last), last);
             prefetch_span(bytes.as_ptr(), last, (last + END_REACH).min(bytes.len() - 1));
+        }
+    }
+}
+
+/// `prefetch_row_pages` for PIL's filters over an RGB source (the caller's choice,
+/// `MULTI_PAGES_AHEAD`): a line in each 4 KiB page of the source rows output row `on` reads and
+/// the row before it does not, once per plane. Their blocks ask for the lines themselves
+/// (`multitap::ahead`), but the pages' walks then came inside the horizontal blocks: frames on
+/// 2 MiB pages took RGBA `bilinear-antialias` a fifth less time (`hint::prefetch_pages`).
+#[inline(always)]
+pub(super) fn prefetch_multi_pages(c: &Converter, m: &MultiTap, src: &SrcImage<'_>, on: usize) {
+    let mut planes = 0u8;
+    for g in &m.groups {
+        let lead = c.comps[g.members[0]];
+        if planes & (1 << lead.plane) != 0 {
+            continue;
+        }
+        planes |= 1 << lead.plane;
+        let rows = &m.rows[usize::from(lead.chroma)];
+        let (bytes, stride) = src.planes[lead.plane];
+        let Some((&at, &before)) = rows.first.get(on).zip(on.checked_sub(1).and_then(|b| rows.first.get(b)))
+        else {
+            continue;
+        };
+        let len = m.row_len[lead.plane];
+        for r in (at as usize).max(before as usize + rows.taps)..at as usize + rows.taps {
+            let end = (r * stride + len).min(bytes.len());
+            prefetch_pages(bytes.as_ptr(), (r * stride).min(end), end);
         }
     }
 }
