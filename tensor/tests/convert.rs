@@ -482,9 +482,10 @@ fn vector_levels_take_their_kernels() {
                         // Every content pixel through the fused finish (widths are whole blocks),
                         // every component of it sampled by the level's kernels, but where a
                         // window load would pass the frame's last byte (the bottom rows of a
-                        // packed frame take the baseline's rows there).
+                        // packed frame take the baseline's rows there). An RGBA source's alpha
+                        // only where the output has it.
                         let components = match format {
-                            PixelFormat::Rgba => 4,
+                            PixelFormat::Rgba if cs == Colorspace::Rgba => 4,
                             PixelFormat::Gray8 => 1,
                             _ => 3,
                         };

@@ -318,7 +318,7 @@ impl Converter {
         spec: &ConvertSpec,
         threads: usize,
     ) -> Result<Converter> {
-        let (kind, comps) = components(format)?;
+        let (mut kind, mut comps) = components(format)?;
         // The bound keeps every plan table and tap offset small: a plane window's bytes stay far
         // below the i32 offsets the gathers take.
         if [src_w, src_h, dst.width, dst.height].iter().any(|&side| side == 0 || side > MAX_IMAGE_SIDE) {
@@ -470,6 +470,13 @@ impl Converter {
             }
             None => None,
         };
+        // Bilinear and nearest from an RGBA source into an output without alpha: the pixels
+        // sampled as RGBx's, three members a block (the blocks blended and stored alpha for
+        // nothing: 1600×900 → 640 at AVX-512, a quarter of the sampling).
+        if multi.is_none() && kind == (SrcKind::Rgb { alpha: true }) && dst.colorspace != Colorspace::Rgba {
+            comps.truncate(3);
+            kind = SrcKind::Rgb { alpha: false };
+        }
 
         // Each plane's byte window: from the leftmost to the rightmost tap of its components.
         let mut plane_window = [(usize::MAX, 0usize); 3];
