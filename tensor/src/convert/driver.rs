@@ -106,6 +106,18 @@ fn group_weights<'a>(c: &'a Converter, g: &Group) -> (&'a [f32], &'a [u32], bool
     }
 }
 
+/// Level `$level`'s PIL vertical pass over the byte ring as `byte_ring_row`'s closure, into rows
+/// of `$t` (the components' floats, or the output's bytes: `multitap::Sample`). A macro: a
+/// closure cannot be generic over the row type, and the levels' passes are `unsafe fn`s whose
+/// CPU precondition the caller's level check meets.
+macro_rules! vertical_bytes {
+    ($level:ident, $t:ty) => {
+        |rows: &[*const u8], wi: &[i32], whole: Option<(&[i16], u8, (u16, u16))>, out: &mut [$t], ahead| unsafe {
+            $level::vertical_bytes(rows, wi, whole, out, ahead)
+        }
+    };
+}
+
 /// Both groups of a two-group source (NV12's or YUY2's luma and chroma) at AVX-512, their
 /// blocks side by side (`avx512::sample_pair`), where both read the frame straight (`direct`)
 /// through `Permute` plans that fit; returns the values sampled, `None` (nothing done)
@@ -261,29 +273,15 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                         }
                         done
                     };
-                let vert = |rows: &[*const u8],
-                            wi: &[i32],
-                            whole: Option<(&[i16], u8, (u16, u16))>,
-                            out: &mut [f32],
-                            ahead| unsafe {
-                    avx512::vertical_bytes(rows, wi, whole, out, ahead)
-                };
                 if m.down_first {
                     let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], ahead, asked| unsafe {
                         avx512::down_bytes(rows, k, whole, out, ahead, asked)
                     };
                     skip |= down_first_row(c, m, src, cy, s, takes, horiz, down);
                 } else if bytes_out {
-                    let vert = |rows: &[*const u8],
-                                wi: &[i32],
-                                whole: Option<(&[i16], u8, (u16, u16))>,
-                                out: &mut [u8],
-                                ahead| unsafe {
-                        avx512::vertical_bytes(rows, wi, whole, out, ahead)
-                    };
-                    skip |= byte_ring_row(c, m, src, cy, s, takes, true, horiz, vert);
+                    skip |= byte_ring_row(c, m, src, cy, s, takes, true, horiz, vertical_bytes!(avx512, u8));
                 } else {
-                    skip |= byte_ring_row(c, m, src, cy, s, takes, true, horiz, vert);
+                    skip |= byte_ring_row(c, m, src, cy, s, takes, true, horiz, vertical_bytes!(avx512, f32));
                 }
             }
             // PIL's filters at AVX2: a ring of bytes too, for every group the level's blocks take
@@ -300,28 +298,15 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                         let split = split.then_some((&mut packed_at, halve));
                         avx2_pil8(m, &c.comps, g, rows, out, ahead, packed, split)
                     };
-                let vert =
-                    |rows: &[*const u8],
-                     wi: &[i32],
-                     whole: Option<(&[i16], u8, (u16, u16))>,
-                     out: &mut [f32],
-                     ahead| unsafe { avx2::vertical_bytes(rows, wi, whole, out, ahead) };
                 if m.down_first {
                     let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], ahead, asked| unsafe {
                         avx2::down_bytes(rows, k, whole, out, ahead, asked)
                     };
                     skip |= down_first_row(c, m, src, cy, s, takes, horiz, down);
                 } else if bytes_out {
-                    let vert = |rows: &[*const u8],
-                                wi: &[i32],
-                                whole: Option<(&[i16], u8, (u16, u16))>,
-                                out: &mut [u8],
-                                ahead| unsafe {
-                        avx2::vertical_bytes(rows, wi, whole, out, ahead)
-                    };
-                    skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vert);
+                    skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vertical_bytes!(avx2, u8));
                 } else {
-                    skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vert);
+                    skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vertical_bytes!(avx2, f32));
                 }
             }
             // PIL's filters at NEON: the byte ring for the groups with tap-by-tap blocks
@@ -335,28 +320,15 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                         let split = split.then_some((&mut packed_at, halve));
                         neon_pil8(m, &c.comps, g, rows, out, ahead, packed, split)
                     };
-                let vert =
-                    |rows: &[*const u8],
-                     wi: &[i32],
-                     whole: Option<(&[i16], u8, (u16, u16))>,
-                     out: &mut [f32],
-                     ahead| unsafe { neon::vertical_bytes(rows, wi, whole, out, ahead) };
                 if m.down_first {
                     let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], _, _| unsafe {
                         neon::down_bytes(rows, k, whole, out)
                     };
                     skip |= down_first_row(c, m, src, cy, s, takes, horiz, down);
                 } else if bytes_out {
-                    let vert = |rows: &[*const u8],
-                                wi: &[i32],
-                                whole: Option<(&[i16], u8, (u16, u16))>,
-                                out: &mut [u8],
-                                ahead| unsafe {
-                        neon::vertical_bytes(rows, wi, whole, out, ahead)
-                    };
-                    skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vert);
+                    skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vertical_bytes!(neon, u8));
                 } else {
-                    skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vert);
+                    skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vertical_bytes!(neon, f32));
                 }
             }
             // Blended down first where no level above took the row (the baseline): every byte by
