@@ -29,10 +29,7 @@ use std::ops::Range;
 mod ahead;
 mod fill;
 mod taps;
-use ahead::{
-    direct_rows, prefetch_multi_pages, prefetch_row_pages, Ahead, DirectRows, MULTI_PAGES_AHEAD,
-    ROW_PAGES_AHEAD,
-};
+use ahead::{direct_rows, prefetch_multi_pages, prefetch_row_pages, Ahead, DirectRows, ROW_PAGES_AHEAD};
 use fill::padding;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use taps::byte_ring_row;
@@ -215,7 +212,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         // parts (`Ahead`), one now.
         let mut direct: [Option<DirectRows<'_>>; 3] = [None; 3];
         if let Some(m) = pil_pixels {
-            prefetch_multi_pages(c, m, src, cy + MULTI_PAGES_AHEAD);
+            prefetch_multi_pages(c, m, src, cy);
         }
         if c.multi.is_none() {
             prefetch_row_pages(c, src, cy + ROW_PAGES_AHEAD);

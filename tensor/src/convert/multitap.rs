@@ -13,7 +13,9 @@ use super::lines::Lines;
 use super::plan::{Comp, Compact, MultiTap, TapGroup, Taps, PIL_HALF, PIL_SHIFT};
 
 mod ahead;
-pub(super) use ahead::{ahead_bytes, ahead_rows, box_asks, MULTI_PREFETCH_AHEAD, TRICKLE_FROM};
+pub(super) use ahead::{
+    ahead_bytes, ahead_rows, ahead_rows_by, box_asks, MULTI_PREFETCH_AHEAD, TRICKLE_FROM,
+};
 use ahead::{ahead_bytes_by, DOWN_AHEAD, TRICKLED_AHEAD};
 
 /// Slots of a ring that holds `taps` consecutive source rows: a power of two at or above it, so

@@ -4,6 +4,7 @@
 //! and last lines (`prefetch_row_pages`; the multi-tap filters' pages: `prefetch_multi_pages`).
 
 use super::super::hint::{prefetch, prefetch_pages, prefetch_span};
+use super::super::multitap::ahead_rows_by;
 use super::super::plan::MultiTap;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::plan::{Group, SampleRow};
@@ -64,7 +65,7 @@ pub(super) const ROW_PAGES_AHEAD: usize = 12;
 /// 0.422–0.457 → 0.444–0.446; YUY2 `bilinear-antialias` 0.371–0.379 → 0.377–0.404): their
 /// kernels' own asks (`hint::prefetch_window_once`, the trickle) already take the walks where
 /// they cost less, is the likely reason (not measured further).
-pub(super) const MULTI_PAGES_AHEAD: usize = 8;
+const MULTI_PAGES_AHEAD: usize = 8;
 
 /// A camera frame arrives cold: its rows are in DRAM, and a downscale jumps between them, so the
 /// hardware's stream prefetcher restarts on every row. The source rows that output row `cy +
@@ -130,13 +131,13 @@ pub(super) fn prefetch_row_pages(c: &Converter, src: &SrcImage<'_>, on: usize) {
     }
 }
 
-/// `prefetch_row_pages` for PIL's filters over an RGB source (the caller's choice,
-/// `MULTI_PAGES_AHEAD`): a line in each 4 KiB page of the source rows output row `on` reads and
-/// the row before it does not, once per plane. Their blocks ask for the lines themselves
+/// `prefetch_row_pages` for PIL's filters over an RGB source (the caller's choice): a line in
+/// each 4 KiB page of the source rows output row `cy + MULTI_PAGES_AHEAD` reads and the row
+/// before it does not (`multitap::ahead_rows_by`), once per plane. Their blocks ask for the lines themselves
 /// (`multitap::ahead`), but the pages' walks then came inside the horizontal blocks: frames on
 /// 2 MiB pages took RGBA `bilinear-antialias` a fifth less time (`hint::prefetch_pages`).
 #[inline(always)]
-pub(super) fn prefetch_multi_pages(c: &Converter, m: &MultiTap, src: &SrcImage<'_>, on: usize) {
+pub(super) fn prefetch_multi_pages(c: &Converter, m: &MultiTap, src: &SrcImage<'_>, cy: usize) {
     let mut planes = 0u8;
     for g in &m.groups {
         let lead = c.comps[g.members[0]];
@@ -144,17 +145,9 @@ pub(super) fn prefetch_multi_pages(c: &Converter, m: &MultiTap, src: &SrcImage<'
             continue;
         }
         planes |= 1 << lead.plane;
-        let rows = &m.rows[usize::from(lead.chroma)];
         let (bytes, stride) = src.planes[lead.plane];
-        let Some((&at, &before)) = rows.first.get(on).zip(on.checked_sub(1).and_then(|b| rows.first.get(b)))
-        else {
-            continue;
-        };
-        let len = m.row_len[lead.plane];
-        for r in (at as usize).max(before as usize + rows.taps)..at as usize + rows.taps {
-            let end = (r * stride + len).min(bytes.len());
-            prefetch_pages(bytes.as_ptr(), (r * stride).min(end), end);
-        }
+        let span = ahead_rows_by(&m.rows[usize::from(lead.chroma)], cy, MULTI_PAGES_AHEAD, stride);
+        prefetch_pages(bytes.as_ptr(), span.start.min(bytes.len()), span.end.min(bytes.len()));
     }
 }
 

@@ -54,8 +54,18 @@ pub(super) fn ahead_bytes_by(rows: &Taps, cy: usize, by: usize, stride: usize, l
 /// exact box's blocks where `box_asks`), split over the groups of the plane (`TapGroup::part`)
 /// and their members.
 pub(in super::super) fn ahead_rows(rows: &Taps, cy: usize, stride: usize) -> std::ops::Range<usize> {
-    let on = cy + MULTI_PREFETCH_AHEAD;
-    match (rows.first.get(on), rows.first.get(on - 1)) {
+    ahead_rows_by(rows, cy, MULTI_PREFETCH_AHEAD, stride)
+}
+
+/// `ahead_rows` for output row `cy + by` (the driver's page asks, `driver::ahead`).
+pub(in super::super) fn ahead_rows_by(
+    rows: &Taps,
+    cy: usize,
+    by: usize,
+    stride: usize,
+) -> std::ops::Range<usize> {
+    let on = cy + by;
+    match (rows.first.get(on), on.checked_sub(1).and_then(|b| rows.first.get(b))) {
         (Some(&at), Some(&before)) => {
             let from = (at as usize).max(before as usize + rows.taps);
             from * stride..(at as usize + rows.taps) * stride
