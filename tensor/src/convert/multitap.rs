@@ -164,6 +164,9 @@ pub(super) fn pil8_row<T: Sample>(
 /// output's byte where the finish only interleaves the bytes (`Scratch::comp_bytes`,
 /// `FinishValues::interleaves_bytes`).
 pub(super) trait Sample: Copy + super::lines::Zeroed + 'static {
+    /// The output's bytes, not the components' floats (the levels' kernels choose their stores
+    /// by it).
+    const BYTES: bool;
     /// A value the finish would round: as it is, or the 8-bit output's byte (nearest, ties to
     /// even, saturated: the finish's `cvtps2dq` and pack).
     fn of_f32(v: f32) -> Self;
@@ -172,6 +175,7 @@ pub(super) trait Sample: Copy + super::lines::Zeroed + 'static {
 }
 
 impl Sample for f32 {
+    const BYTES: bool = false;
     #[inline(always)]
     fn of_f32(v: f32) -> f32 {
         v
@@ -182,6 +186,7 @@ impl Sample for f32 {
 }
 
 impl Sample for u8 {
+    const BYTES: bool = true;
     #[inline(always)]
     fn of_f32(v: f32) -> u8 {
         super::finish::round_even(v) as u8

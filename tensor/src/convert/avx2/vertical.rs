@@ -29,16 +29,14 @@ pub(in crate::convert) unsafe fn vertical_bytes<O: Out>(
 }
 
 /// What PIL's vertical pass over bytes writes at this level: the components' f32 rows, or
-/// (`u8`, `BYTES`) the bytes themselves, for the finish that only interleaves them
-/// (`avx2::finish_bytes`).
+/// (`u8`, `multitap::Sample::BYTES`) the bytes themselves, for the finish that only
+/// interleaves them (`avx2::finish_bytes`).
 pub(in crate::convert) trait Out: crate::convert::multitap::Sample {
-    const BYTES: bool;
     /// Eight dwords, each a byte's value, at `o`.
     unsafe fn put8(o: *mut Self, v: __m256i);
 }
 
 impl Out for f32 {
-    const BYTES: bool = false;
     #[inline(always)]
     unsafe fn put8(o: *mut f32, v: __m256i) {
         unsafe { _mm256_storeu_ps(o, _mm256_cvtepi32_ps(v)) }
@@ -46,7 +44,6 @@ impl Out for f32 {
 }
 
 impl Out for u8 {
-    const BYTES: bool = true;
     #[inline(always)]
     unsafe fn put8(o: *mut u8, v: __m256i) {
         // Dwords 0..255: their low bytes, in order.

@@ -63,16 +63,14 @@ pub(in crate::convert) unsafe fn vertical_bytes<O: Out>(
 }
 
 /// What PIL's vertical pass over bytes writes at this level: the components' f32 rows, or
-/// (`u8`, `BYTES`) the bytes themselves, for the finish that only interleaves them
-/// (`neon::finish_bytes`).
+/// (`u8`, `multitap::Sample::BYTES`) the bytes themselves, for the finish that only
+/// interleaves them (`neon::finish_bytes`).
 pub(in crate::convert) trait Out: crate::convert::multitap::Sample {
-    const BYTES: bool;
     /// Eight values 0..=255 (two halves of four) at `o`.
     unsafe fn put8(o: *mut Self, lo: int32x4_t, hi: int32x4_t);
 }
 
 impl Out for f32 {
-    const BYTES: bool = false;
     #[inline(always)]
     unsafe fn put8(o: *mut f32, lo: int32x4_t, hi: int32x4_t) {
         unsafe {
@@ -83,7 +81,6 @@ impl Out for f32 {
 }
 
 impl Out for u8 {
-    const BYTES: bool = true;
     #[inline(always)]
     unsafe fn put8(o: *mut u8, lo: int32x4_t, hi: int32x4_t) {
         let w = vcombine_u16(vqmovun_s32(lo), vqmovun_s32(hi));
