@@ -183,7 +183,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         true => taps::pil_bytes(c, m, ring, |g| avx512_plan(g).is_some()),
         false => avx2_ring.as_ref().is_some_and(|r| taps::pil_bytes(c, m, ring, |g| r.takes & (1 << g) != 0)),
     });
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     let quads_bytes = c.multi.as_ref().is_some_and(|m| taps::quads_bytes(c, m));
     // Whether every group is packed, from byte 0 or 1 of the same rows (YUY2, UYVY): each row
     // packed once into both halves of its slot (`split_rows`). (Worked out for every row, it
@@ -226,10 +226,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         let mut ahead = Ahead { c, src, cy, next: 0, pieces, skip };
         ahead.piece();
         // The row's components are the output's bytes (`bytes_out`, `quads_bytes`).
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         let mut row_bytes = bytes_out;
-        #[cfg(target_arch = "aarch64")]
-        let row_bytes = bytes_out;
         if let Some(m) = &c.multi {
             // The multi-tap filters: the horizontal pass by the level's blocks, the vertical by
             // the baseline loops (contiguous rows, vectorized at the driver's width).
@@ -333,7 +331,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
             if m.down_first && skip == 0 {
                 skip |= down_first_row(c, m, src, cy, s, |_| false, |_, _, _, _, _| 0, no_down);
             }
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
             if quads_bytes && taps::quads_bytes_row(c, m, src, cy, s) {
                 row_bytes = true;
                 skip = (1 << m.groups.len()) - 1;
@@ -405,7 +403,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                 s.counts.rows_first += all;
             }
             #[cfg(target_arch = "aarch64")]
-            if c.neon() && !s.ring.sums.is_empty() {
+            if c.neon() && !s.ring.sums.is_empty() && !row_bytes {
                 // With the dot product, the groups whose lanes fit 16-byte windows straight from
                 // the rows' bytes (`neon::box_quads`); the others as before.
                 let quads = |g| if c.vnni { taps::quads_neon(g) } else { None };

@@ -77,28 +77,36 @@ pub(super) fn pil_bytes(c: &Converter, m: &MultiTap, ring: bool, planned: impl F
         && m.blended[..3].iter().all(|&b| b)
 }
 
-/// An exact box at AVX-512 with VNNI straight into the output's own bytes
-/// (`FinishValues::interleaves_bytes`): every group has byte quads, and they make the three
+/// An exact box's byte quads at the converter's level where they can make the output's bytes:
+/// AVX-512 with VNNI (`quads_avx512`), NEON with the dot product (`quads_neon`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[cfg_attr(target_arch = "aarch64", allow(unused_variables))]
+fn byte_quads<'m>(c: &Converter, m: &MultiTap, g: &'m TapGroup) -> Option<&'m Quads> {
+    #[cfg(target_arch = "x86_64")]
+    let quads = c.avx512().then(|| quads_avx512(m, g)).flatten();
+    #[cfg(target_arch = "aarch64")]
+    let quads = c.neon().then(|| quads_neon(g)).flatten();
+    quads.filter(|_| c.vnni)
+}
+
+/// An exact box straight into the output's own bytes (`FinishValues::interleaves_bytes`, AVX-512
+/// with VNNI and NEON with the dot product): every group has byte quads, and they make the three
 /// components the finish reads.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) fn quads_bytes(c: &Converter, m: &MultiTap) -> bool {
     let made = |k: usize| {
         m.groups.iter().any(|g| {
-            quads_avx512(m, g)
+            byte_quads(c, m, g)
                 .is_some_and(|p| g.members[..if p.five { 3 } else { g.members.len() }].contains(&k))
         })
     };
-    c.avx512()
-        && c.vnni
-        && c.finish.interleaves_bytes()
-        && m.groups.iter().all(|g| quads_avx512(m, g).is_some())
-        && (0..3).all(made)
+    c.finish.interleaves_bytes() && m.groups.iter().all(|g| byte_quads(c, m, g).is_some()) && (0..3).all(made)
 }
 
 /// Output row `cy` of an exact box by the byte quads into the components' bytes
 /// (`Scratch::comp_bytes`, `quads_bytes`): whether every group was made (where not, the caller
 /// makes the row again through the f32 rows).
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
 pub(super) fn quads_bytes_row(
     c: &Converter,
@@ -107,9 +115,13 @@ pub(super) fn quads_bytes_row(
     cy: usize,
     s: &mut Scratch,
 ) -> bool {
-    let quads = |g| quads_avx512(m, g);
+    let quads = |g| byte_quads(c, m, g);
     let direct = |rows: &[*const u8], k: &[i16], plan: &Quads, inv, out: [*mut u8; 4], ahead| unsafe {
-        avx512::box_quads(rows, k, plan, inv, out, ahead)
+        #[cfg(target_arch = "x86_64")]
+        let made = avx512::box_quads(rows, k, plan, inv, out, ahead);
+        #[cfg(target_arch = "aarch64")]
+        let made = neon::box_quads(rows, k, plan, inv, out, ahead);
+        made
     };
     let (done, made, all) =
         multitap::box_quads_row(m, &c.comps, &src.planes, cy, &mut s.comp_bytes, quads, direct);
