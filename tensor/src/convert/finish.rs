@@ -301,7 +301,7 @@ impl FinishValues {
     /// Whether the output's bytes are an RGB source's components as they are, only ordered and
     /// interleaved (or planar): 8-bit RGB or BGR without normalization. Where the multi-tap
     /// passes make the components as bytes (PIL's; an exact box's quads, rounded), they go to the
-    /// output without becoming floats (AVX-512; AVX2 and NEON for PIL's).
+    /// output without becoming floats (AVX-512 and NEON; AVX2 for PIL's).
     #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
     pub(super) fn interleaves_bytes(&self) -> bool {
         self.kind == RGB && self.out == RAW8 && matches!(self.cs, CS_RGB | CS_BGR)

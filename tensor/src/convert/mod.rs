@@ -238,8 +238,9 @@ struct Scratch {
     comps: [Lines<f32>; 4],
     chans: [Lines<f32>; 4],
     bytes: [Lines<u8>; 4],
-    /// PIL's filters into bytes that are the output's (`FinishValues::interleaves_bytes`): the
-    /// components' bytes, the rows `comps` holds as floats otherwise.
+    /// PIL's filters and an exact box's quads into bytes that are the output's
+    /// (`FinishValues::interleaves_bytes`): the components' bytes, the rows `comps` holds as
+    /// floats otherwise.
     comp_bytes: [Lines<u8>; 4],
     /// Multi-tap filters: the filtered rows (see `multitap::Ring`).
     ring: multitap::Ring,
