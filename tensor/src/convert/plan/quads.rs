@@ -46,6 +46,9 @@ pub(in crate::convert) struct Quads {
     pub(in crate::convert) k: Vec<Aligned64<[i8; 64]>>,
     /// Bytes from a row's start that every load stays below.
     pub(in crate::convert) reach: usize,
+    /// The largest of `k`: where it times every row weight of an output row fits a signed
+    /// byte, the row weights can be folded into the tables (`avx512::box_quads`).
+    pub(in crate::convert) kmax: i8,
 }
 
 /// One quad of a block's table: its controls and weights.
@@ -138,6 +141,7 @@ impl Quads {
             ctl: Vec::with_capacity(blocks * quads),
             k: Vec::with_capacity(blocks * quads),
             reach: 0,
+            kmax: 0,
         };
         for (b, spans) in spans.iter().enumerate() {
             let starts = spans.map(|(lo, _)| lo.min(row_len - window));
@@ -170,6 +174,7 @@ impl Quads {
             });
             plan.table.push(id);
         }
+        plan.kmax = plan.k.iter().flat_map(|t| t.0).max().unwrap_or(0);
         Some(plan)
     }
 }
