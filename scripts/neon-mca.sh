@@ -251,11 +251,15 @@ CASES = [
     ('finish', 'RGBA -> uint8 RGB hwc', 'NEON', [('neon::finish_rows::<1, 1, 0>', 48, ['^st3'], ())]),
     ('finish', 'RGBA -> uint8 RGB hwc', 'NEON from PIL\'s bytes',
      [('in:convert::driver::rows', 48, ['^st3', r'^eor\s'], ['cvt', 'fmul'])]),
+    ('area', 'NV12 UV 1.5x (two rows, weights 1 and 2)', 'NEON quads, each row times its weight',
+     [('neon::quads::quads_of::<f32, 2, 2, 2, 1>', 128, (), ())]),
+    ('area', 'NV12 UV 1.5x (two rows, weights 1 and 2)', 'NEON quads, the weights folded into the held table',
+     [('neon::quads::quads_of::<f32, 2, 1, 2, 1>', 128, (), ())]),
     ('area', 'RGBA 3x (three rows), quads + finish', 'NEON dot product into f32, float finish', [
-        ('neon::quads::quads_of::<f32, 3, true, 4, 1>', 256, (), ()),
+        ('neon::quads::quads_of::<f32, 3, 0, 4, 1>', 256, (), ()),
         ('neon::finish_rows::<1, 1, 0>', 48, ['^st3'], ())]),
     ('area', 'RGBA 3x (three rows), quads + finish', 'NEON dot product into bytes, byte finish', [
-        ('neon::quads::quads_of::<u8, 3, true, 4, 1>', 64, (), ()),
+        ('neon::quads::quads_of::<u8, 3, 0, 4, 1>', 64, (), ()),
         ('in:convert::driver::rows', 48, ['^st3', r'^eor\s'], ['cvt', 'fmul'])]),
     ('finish', 'RGBA -> uint8 RGB hwc', 'baseline', [
         (RGB_ROW, 192, (), ()), (ROUND, 48, (), ()), (WEAVE, 48, ['^st3'], ())]),
