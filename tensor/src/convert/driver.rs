@@ -27,21 +27,25 @@ use super::{Converter, Scratch, Simd, SrcImage};
 use std::ops::Range;
 
 mod ahead;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+mod boxes;
 mod fill;
 mod taps;
 use ahead::{direct_rows, prefetch_multi_pages, prefetch_row_pages, Ahead, DirectRows, ROW_PAGES_AHEAD};
+#[cfg(target_arch = "aarch64")]
+use boxes::rows_first_w8;
+#[cfg(target_arch = "x86_64")]
+use boxes::{rows_first_avx2, rows_first_avx512, Across, RowsFirst};
 use fill::padding;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use taps::byte_ring_row;
+#[cfg(target_arch = "aarch64")]
+use taps::neon_pil8;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use taps::RingPlan;
 #[cfg(target_arch = "x86_64")]
-use taps::{
-    avx2_pil8, pack_rows, rows_first_avx2, rows_first_avx512, split_packs, split_rows, Across, RowsFirst,
-};
+use taps::{avx2_pil8, pack_rows, split_packs, split_rows};
 use taps::{down_first_row, multitap_horizontal, multitap_vertical, no_down};
-#[cfg(target_arch = "aarch64")]
-use taps::{neon_pil8, rows_first_w8};
 
 /// The widest level this CPU has.
 #[cfg(target_arch = "x86_64")]
@@ -184,7 +188,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         false => avx2_ring.as_ref().is_some_and(|r| taps::pil_bytes(c, m, ring, |g| r.takes & (1 << g) != 0)),
     });
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    let quads_bytes = c.multi.as_ref().is_some_and(|m| taps::quads_bytes(c, m));
+    let quads_bytes = c.multi.as_ref().is_some_and(|m| boxes::quads_bytes(c, m));
     // Whether every group is packed, from byte 0 or 1 of the same rows (YUY2, UYVY): each row
     // packed once into both halves of its slot (`split_rows`). (Worked out for every row, it
     // took 2.3 % of a 900p YUY2 `bilinear-antialias` frame.)
@@ -332,7 +336,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                 skip |= down_first_row(c, m, src, cy, s, |_| false, |_, _, _, _, _| 0, no_down);
             }
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-            if quads_bytes && taps::quads_bytes_row(c, m, src, cy, s) {
+            if quads_bytes && boxes::quads_bytes_row(c, m, src, cy, s) {
                 row_bytes = true;
                 skip = (1 << m.groups.len()) - 1;
             }
@@ -372,7 +376,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                 };
                 // With VNNI, the groups summed as they are in the rows straight from their bytes
                 // (`plan::Quads`); the others, and rows the quads cannot take, as before.
-                let quads = |g| if wide && c.vnni { taps::quads_avx512(m, g) } else { None };
+                let quads = |g| if wide && c.vnni { boxes::quads_avx512(m, g) } else { None };
                 let direct = |rows: &[*const u8], k: &[i16], plan: &_, inv, out, ahead| unsafe {
                     avx512::box_quads(rows, k, plan, inv, out, ahead)
                 };
@@ -381,7 +385,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                 skip |= done;
                 s.counts.sampled += made;
                 s.counts.rows_first += all;
-                let plan_of = taps::unless_done(plan_of, &m.groups, done);
+                let plan_of = boxes::unless_done(plan_of, &m.groups, done);
                 let buffers = (&mut s.ring.sums[..], &mut s.ring.packed[..]);
                 let (groups, made, all) = multitap::box_row(
                     m,
@@ -406,7 +410,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
             if c.neon() && !s.ring.sums.is_empty() && !row_bytes {
                 // With the dot product, the groups whose lanes fit 16-byte windows straight from
                 // the rows' bytes (`neon::box_quads`); the others as before.
-                let quads = |g| if c.vnni { taps::quads_neon(g) } else { None };
+                let quads = |g| if c.vnni { boxes::quads_neon(g) } else { None };
                 let direct = |rows: &[*const u8], k: &[i16], plan: &_, inv, out, ahead| unsafe {
                     neon::box_quads(rows, k, plan, inv, out, ahead)
                 };
@@ -433,7 +437,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     multitap::TRICKLE_FROM,
                     buffers,
                     &mut s.comps,
-                    taps::unless_done(rows_first_w8, &m.groups, done),
+                    boxes::unless_done(rows_first_w8, &m.groups, done),
                     vsum,
                     vsplit,
                     pack,
