@@ -5,7 +5,7 @@
 
 use super::taps::store_lanes;
 use crate::convert::hint::{once_by_nta, prefetch_window_once};
-use crate::convert::plan::Quads;
+use crate::convert::plan::{Quads, ROWS_FOLD as FOLD, ROWS_ONE as ONE, ROWS_TIMES as TIMES};
 use std::arch::x86_64::*;
 
 /// The CPU has `vpdpbusd` (AVX512_VNNI) beside the level's own features, and
@@ -17,17 +17,6 @@ pub(in crate::convert) fn vnni() -> bool {
 
 /// `M` of the five-output lanes (`Quads::five`).
 const FIVE: usize = 5;
-
-/// How `quads_of` weights its rows: every row weight 1 (the sums added), the row weights folded
-/// into a copy of the block's table (one quad a block: the weighted bytes summed straight into
-/// the block's sums), or each row's sums times its weight (`vpmulld`). Folded against times,
-/// engine, uint8 `area`, Zen 4, hot, three alternations (ms): NV12 1080p 0.189–0.190 →
-/// 0.179–0.186 (its chroma rows at 1.5×), NV12 900p 0.190–0.193 → 0.179–0.185, YUY2 900p 0.233 →
-/// 0.221–0.223, RGBA 900p 0.215–0.240 → 0.210–0.214; YUY2 1080p (every weight 1) level.
-/// The sums are the same integers, so the bytes are too.
-const ONE: u8 = 0;
-const FOLD: u8 = 1;
-const TIMES: u8 = 2;
 
 /// Output row sums `Σ_r k[r] Σ_t k_x[t] · rows[r][t]` of `plan`'s blocks, times `inv`, into the
 /// members' rows `out` (null past them) by the lanes' rule of `multitap`, asking for the lines
@@ -50,17 +39,12 @@ pub(in crate::convert) unsafe fn box_quads<O: Put>(
         return None;
     }
     let members = out.iter().take_while(|p| !p.is_null()).count();
-    let weights = match k.iter().all(|&k| k == 1) {
-        true => ONE,
-        // Each row's weight times the tables' still a signed byte: folded into the tables.
-        false
-            if plan.quads == 1
-                && k.iter().all(|&k| (0..=127).contains(&(i32::from(k) * i32::from(plan.kmax)))) =>
-        {
-            FOLD
-        }
-        false => TIMES,
-    };
+    // Each row's weight times the tables' still a signed byte (`vpdpbusd`'s): folded into the
+    // held table, instead of each row's sums times its weight (`vpmulld`). Engine, uint8 `area`,
+    // Zen 4, hot, three alternations (ms): NV12 1080p 0.189–0.190 → 0.179–0.186 (its chroma rows
+    // at 1.5×), NV12 900p 0.190–0.193 → 0.179–0.185, YUY2 900p 0.233 → 0.221–0.223, RGBA 900p
+    // 0.215–0.240 → 0.210–0.214; YUY2 1080p (every weight 1) level. The same integers either way.
+    let weights = plan.row_weights(k, 127);
     let nta = once_by_nta();
     macro_rules! by_ask {
         ($r:expr, $one:expr, $m:expr, $narrow:expr, $q:expr) => {

@@ -10,7 +10,7 @@
 
 #![allow(clippy::needless_range_loop)]
 
-use crate::convert::plan::Quads;
+use crate::convert::plan::{Quads, ROWS_FOLD as FOLD, ROWS_ONE as ONE, ROWS_TIMES as TIMES};
 use std::arch::aarch64::*;
 
 /// The core has `udot`, and `EDGEFIRST_CONVERT_VNNI` is not `0` (the switch the x86 levels'
@@ -54,18 +54,8 @@ pub(in crate::convert) unsafe fn box_quads<O: Put>(
         return None;
     }
     let members = out.iter().take_while(|p| !p.is_null()).count();
-    let weights = match k.iter().all(|&k| k == 1) {
-        true => ONE,
-        // Each row's weight times the tables' still a byte (`udot`'s are unsigned): folded into
-        // the held tables.
-        false
-            if plan.quads == 1
-                && k.iter().all(|&k| (0..=255).contains(&(i32::from(k) * i32::from(plan.kmax)))) =>
-        {
-            FOLD
-        }
-        false => TIMES,
-    };
+    // Each row's weight times the tables' still a byte (`udot`'s are unsigned): folded.
+    let weights = plan.row_weights(k, 255);
     macro_rules! by_quads {
         ($r:expr, $one:expr, $m:expr) => {
             match plan.quads {
@@ -100,12 +90,6 @@ pub(in crate::convert) unsafe fn box_quads<O: Put>(
     }
     Some(plan.done)
 }
-
-/// How `quads_of` weights its rows (as `avx512::box_quads`): every row weight 1, the row weights
-/// folded into the held table (one quad a block), or each row's sums times its weight.
-const ONE: u8 = 0;
-const FOLD: u8 = 1;
-const TIMES: u8 = 2;
 
 /// `box_quads` over `R` rows weighted as `W` says, for `M` members, `Q` quads a block (0:
 /// `plan.quads`; with one, its indices and weights are held while the blocks share them).

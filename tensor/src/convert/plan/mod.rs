@@ -25,7 +25,7 @@ pub(super) use even::EVEN_BLOCK;
 pub(super) use pixels::Pixels;
 #[cfg(any(test, target_arch = "x86_64"))]
 pub(super) use pixels::TAIL_COPY;
-pub(super) use quads::Quads;
+pub(super) use quads::{Quads, ROWS_FOLD, ROWS_ONE, ROWS_TIMES};
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_imports))]
 pub(super) use sums::box_rows;
 #[cfg_attr(not(target_arch = "x86_64"), allow(unused_imports))]

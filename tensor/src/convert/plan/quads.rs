@@ -51,6 +51,29 @@ pub(in crate::convert) struct Quads {
     pub(in crate::convert) kmax: i8,
 }
 
+/// How a level's quads weight an output row's source rows (`Quads::row_weights`; a const
+/// parameter of the kernels): every weight 1, the sums added; each row's weight folded into the
+/// block's held table (one quad a block), the row's bytes summed straight into the block's sums;
+/// or each row's sums times its weight.
+pub(in crate::convert) const ROWS_ONE: u8 = 0;
+pub(in crate::convert) const ROWS_FOLD: u8 = 1;
+pub(in crate::convert) const ROWS_TIMES: u8 = 2;
+
+impl Quads {
+    /// The weighting (`ROWS_*`) for the row weights `k`, where a folded weight (a table's times
+    /// a row's) must stay at most `byte_max`: the weight byte the level's dot product takes
+    /// (127 for `vpdpbusd`'s signed bytes, 255 for `udot`'s).
+    #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+    pub(in crate::convert) fn row_weights(&self, k: &[i16], byte_max: i32) -> u8 {
+        let fits = |&k: &i16| (0..=byte_max).contains(&(i32::from(k) * i32::from(self.kmax)));
+        match k.iter().all(|&k| k == 1) {
+            true => ROWS_ONE,
+            false if self.quads == 1 && k.iter().all(fits) => ROWS_FOLD,
+            false => ROWS_TIMES,
+        }
+    }
+}
+
 /// One quad of a block's table: its controls and weights.
 type QuadTable = ([u8; 64], [i8; 64]);
 
@@ -207,6 +230,34 @@ mod tests {
     /// or five outputs of each of three members (RGBA's `q5`); the camera formats at 3×, 2.5× and
     /// 1.5× (where a 64-byte window holds a block's taps and where it takes 128) have quads, and
     /// a box too wide for 128 bytes none.
+    /// Rows of weight 1 add; other weights fold where one quad a block and every product stays
+    /// within the byte; else each row's sums are multiplied.
+    #[test]
+    fn row_weights_fold_only_what_fits() {
+        use super::{ROWS_FOLD, ROWS_ONE, ROWS_TIMES};
+        let plan = |quads, kmax| Quads {
+            done: 0,
+            quads,
+            narrow: true,
+            five: false,
+            pieces: false,
+            bases: vec![],
+            table: vec![],
+            ctl: vec![],
+            k: vec![],
+            reach: 0,
+            kmax,
+        };
+        assert_eq!(plan(1, 2).row_weights(&[1, 1, 1], 127), ROWS_ONE);
+        assert_eq!(plan(2, 2).row_weights(&[1, 1], 127), ROWS_ONE);
+        assert_eq!(plan(1, 2).row_weights(&[2, 2, 1], 127), ROWS_FOLD);
+        assert_eq!(plan(1, 63).row_weights(&[2, 1], 127), ROWS_FOLD);
+        assert_eq!(plan(1, 64).row_weights(&[2, 1], 127), ROWS_TIMES);
+        assert_eq!(plan(1, 64).row_weights(&[2, 1], 255), ROWS_FOLD);
+        assert_eq!(plan(1, 5).row_weights(&[27, 27, 10, 0], 127), ROWS_TIMES);
+        assert_eq!(plan(2, 2).row_weights(&[2, 1], 127), ROWS_TIMES);
+    }
+
     #[test]
     fn quads_sum_each_outputs_taps() {
         let area = Filter::of(Interpolation::Area, true).unwrap();
