@@ -201,17 +201,16 @@ impl Put for u8 {
     #[inline(always)]
     unsafe fn lanes<const M: usize>(out: &[*mut u8; 4], b: usize, v: [float32x4_t; 4]) {
         // Nearest, ties to even (the finish's `fcvtns`), then saturated to bytes (the sums are
-        // not negative).
-        let b4 = |i: usize| vqmovn_u16(vcombine_u16(vqmovn_u32(vcvtnq_u32_f32(v[i])), vdup_n_u16(0)));
+        // not negative): each vector's four values as u16, then as bytes.
+        let w = |i: usize| vqmovn_u32(vcvtnq_u32_f32(v[i]));
+        let b4 = |i: usize| vqmovn_u16(vcombine_u16(w(i), vdup_n_u16(0)));
         unsafe {
             match M {
                 1 => {
-                    let w = |i: usize| vqmovn_u32(vcvtnq_u32_f32(v[i]));
                     let (lo, hi) = (vcombine_u16(w(0), w(1)), vcombine_u16(w(2), w(3)));
                     vst1q_u8(out[0].add(16 * b), vcombine_u8(vqmovn_u16(lo), vqmovn_u16(hi)));
                 }
                 2 => {
-                    let w = |i: usize| vqmovn_u32(vcvtnq_u32_f32(v[i]));
                     vst1_u8(out[0].add(8 * b), vqmovn_u16(vcombine_u16(w(0), w(1))));
                     vst1_u8(out[1].add(8 * b), vqmovn_u16(vcombine_u16(w(2), w(3))));
                 }

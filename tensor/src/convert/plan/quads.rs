@@ -46,8 +46,8 @@ pub(in crate::convert) struct Quads {
     pub(in crate::convert) k: Vec<Aligned64<[i8; 64]>>,
     /// Bytes from a row's start that every load stays below.
     pub(in crate::convert) reach: usize,
-    /// The largest of `k`: where it times every row weight of an output row fits a signed
-    /// byte, the row weights can be folded into the tables (`avx512::box_quads`).
+    /// The largest of `k`: where it times every row weight of an output row fits the level's
+    /// weight byte, the row weights can be folded into the tables (`Quads::row_weights`).
     pub(in crate::convert) kmax: i8,
 }
 
@@ -58,21 +58,6 @@ pub(in crate::convert) struct Quads {
 pub(in crate::convert) const ROWS_ONE: u8 = 0;
 pub(in crate::convert) const ROWS_FOLD: u8 = 1;
 pub(in crate::convert) const ROWS_TIMES: u8 = 2;
-
-impl Quads {
-    /// The weighting (`ROWS_*`) for the row weights `k`, where a folded weight (a table's times
-    /// a row's) must stay at most `byte_max`: the weight byte the level's dot product takes
-    /// (127 for `vpdpbusd`'s signed bytes, 255 for `udot`'s).
-    #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
-    pub(in crate::convert) fn row_weights(&self, k: &[i16], byte_max: i32) -> u8 {
-        let fits = |&k: &i16| (0..=byte_max).contains(&(i32::from(k) * i32::from(self.kmax)));
-        match k.iter().all(|&k| k == 1) {
-            true => ROWS_ONE,
-            false if self.quads == 1 && k.iter().all(fits) => ROWS_FOLD,
-            false => ROWS_TIMES,
-        }
-    }
-}
 
 /// One quad of a block's table: its controls and weights.
 type QuadTable = ([u8; 64], [i8; 64]);
@@ -88,6 +73,19 @@ pub(in crate::convert) struct Reads<'a> {
 }
 
 impl Quads {
+    /// The weighting (`ROWS_*`) for the row weights `k`, where a folded weight (a table's times
+    /// a row's) must stay at most `byte_max`: the weight byte the level's dot product takes
+    /// (127 for `vpdpbusd`'s signed bytes, 255 for `udot`'s).
+    #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+    pub(in crate::convert) fn row_weights(&self, k: &[i16], byte_max: i32) -> u8 {
+        let fits = |&k: &i16| (0..=byte_max).contains(&(i32::from(k) * i32::from(self.kmax)));
+        match k.iter().all(|&k| k == 1) {
+            true => ROWS_ONE,
+            false if self.quads == 1 && k.iter().all(fits) => ROWS_FOLD,
+            false => ROWS_TIMES,
+        }
+    }
+
     /// The quads of an exact box whose outputs lie in the lanes of `blocks` (16 dwords: lane `l`
     /// of block `b` outputs `x..x + 4` of member `m`, `targets[b][l] = (m << 24) | x`); `None`
     /// where a weight does not fit a signed byte or a block's taps do not fit 128 bytes.
