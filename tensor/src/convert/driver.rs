@@ -376,7 +376,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                 };
                 // With VNNI, the groups summed as they are in the rows straight from their bytes
                 // (`plan::Quads`); the others, and rows the quads cannot take, as before.
-                let quads = |g| if wide && c.vnni { boxes::quads_avx512(m, g) } else { None };
+                let quads = |g| boxes::level_quads(c, m, g);
                 let direct = |rows: &[*const u8], k: &[i16], plan: &_, inv, out, ahead| unsafe {
                     avx512::box_quads(rows, k, plan, inv, out, ahead)
                 };
@@ -410,7 +410,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
             if c.neon() && !s.ring.sums.is_empty() && !row_bytes {
                 // With the dot product, the groups whose lanes fit 16-byte windows straight from
                 // the rows' bytes (`neon::box_quads`); the others as before.
-                let quads = |g| if c.vnni { boxes::quads_neon(g) } else { None };
+                let quads = |g| boxes::level_quads(c, m, g);
                 let direct = |rows: &[*const u8], k: &[i16], plan: &_, inv, out, ahead| unsafe {
                     neon::box_quads(rows, k, plan, inv, out, ahead)
                 };

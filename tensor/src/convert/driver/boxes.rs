@@ -45,14 +45,15 @@ pub(super) fn rows_first_avx512(g: &TapGroup) -> Option<(Across<'_>, Option<&Com
 /// AVX-512 with VNNI: the byte quads (`plan::Quads`) of an exact box's group, five outputs a
 /// member where the group is four-byte pixels whose fourth member no output blends.
 #[cfg(target_arch = "x86_64")]
-pub(super) fn quads_avx512<'m>(m: &MultiTap, g: &'m TapGroup) -> Option<&'m Quads> {
+fn quads_avx512<'m>(m: &MultiTap, g: &'m TapGroup) -> Option<&'m Quads> {
     without_alpha(m, g, &g.q5, &g.q16)
 }
 
-/// An exact box's byte quads at the converter's level where they can make the output's bytes:
-/// AVX-512 with VNNI (`quads_avx512`), NEON with the dot product (`quads_neon`).
+/// An exact box's byte quads for group `g` at the converter's level: AVX-512 with VNNI
+/// (`quads_avx512`), NEON with the dot product (`quads_neon`); none at the other levels. The
+/// rows they make go to the f32 rows or (`quads_bytes`) the output's own bytes.
 #[cfg_attr(target_arch = "aarch64", allow(unused_variables))]
-fn byte_quads<'m>(c: &Converter, m: &MultiTap, g: &'m TapGroup) -> Option<&'m Quads> {
+pub(super) fn level_quads<'m>(c: &Converter, m: &MultiTap, g: &'m TapGroup) -> Option<&'m Quads> {
     #[cfg(target_arch = "x86_64")]
     let quads = c.avx512().then(|| quads_avx512(m, g)).flatten();
     #[cfg(target_arch = "aarch64")]
@@ -66,11 +67,13 @@ fn byte_quads<'m>(c: &Converter, m: &MultiTap, g: &'m TapGroup) -> Option<&'m Qu
 pub(super) fn quads_bytes(c: &Converter, m: &MultiTap) -> bool {
     let made = |k: usize| {
         m.groups.iter().any(|g| {
-            byte_quads(c, m, g)
+            level_quads(c, m, g)
                 .is_some_and(|p| g.members[..if p.five { 3 } else { g.members.len() }].contains(&k))
         })
     };
-    c.finish.interleaves_bytes() && m.groups.iter().all(|g| byte_quads(c, m, g).is_some()) && (0..3).all(made)
+    c.finish.interleaves_bytes()
+        && m.groups.iter().all(|g| level_quads(c, m, g).is_some())
+        && (0..3).all(made)
 }
 
 /// Output row `cy` of an exact box by the byte quads into the components' bytes
@@ -84,7 +87,7 @@ pub(super) fn quads_bytes_row(
     cy: usize,
     s: &mut Scratch,
 ) -> bool {
-    let quads = |g| byte_quads(c, m, g);
+    let quads = |g| level_quads(c, m, g);
     let direct = |rows: &[*const u8], k: &[i16], plan: &Quads, inv, out: [*mut u8; 4], ahead| unsafe {
         #[cfg(target_arch = "x86_64")]
         let made = avx512::box_quads(rows, k, plan, inv, out, ahead);
@@ -105,7 +108,7 @@ pub(super) fn quads_bytes_row(
 /// NEON with the dot product: an exact box's byte quads in lanes of 16-byte windows
 /// (`plan::Quads::pieces`).
 #[cfg(target_arch = "aarch64")]
-pub(super) fn quads_neon(g: &TapGroup) -> Option<&Quads> {
+fn quads_neon(g: &TapGroup) -> Option<&Quads> {
     g.q4.as_ref()
 }
 
