@@ -81,6 +81,27 @@ pub(super) fn whole_near() -> bool {
     *NEAR.get_or_init(|| chosen_or_zen5("EDGEFIRST_CONVERT_NEAR"))
 }
 
+/// Whether `driver::ahead::prefetch_row_pages` asks for rows no wider than a page (NV12's
+/// planes, YUY2): on AMD's cores, where the rows' last lines paid (Zen 4, the thirtieth
+/// session: NV12 on 32 rotating frames 0.219–0.221 → 0.178–0.184 ms), and not on Intel's, where
+/// every NV12 row was faster without them (Intel Xeon, engine, uint8 bilinear, AVX-512, best of
+/// 400, none / pages only / last lines only / both, one binary, three or four rounds: 8 rotating
+/// frames 0.139–0.140 / 0.143–0.144 / 0.143–0.144 / 0.146, 32 frames 0.140–0.145 / 0.143–0.157 /
+/// 0.146–0.152 / 0.154–0.178, 1600×900 0.151–0.153 / 0.161–0.168 / 0.159–0.161 / 0.163–0.165,
+/// hot 0.137–0.138 / 0.138–0.139 / 0.138 / 0.141–0.142; YUY2 level either way). Wider rows
+/// (RGBA's) keep their asks everywhere: on that Xeon, 8 rotating frames 0.170–0.171 without,
+/// 0.163–0.164 with pages (1600×900 the other way, 0.222 against 0.229).
+/// `EDGEFIRST_CONVERT_ROW_ASKS=0` or `1` chooses either on any CPU (to compare them).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(super) fn narrow_rows_asked() -> bool {
+    static NARROW: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *NARROW.get_or_init(|| match std::env::var("EDGEFIRST_CONVERT_ROW_ASKS").as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => !cfg!(target_arch = "x86_64") || cpu().is_some_and(|(vendor, _)| &vendor == b"AuthenticAMD"),
+    })
+}
+
 /// `0` or `1` in environment variable `var`, else whether the CPU is a Zen 5.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn chosen_or_zen5(var: &str) -> bool {
@@ -167,7 +188,7 @@ pub(super) fn prefetch_span(p: *const u8, first: usize, last: usize) {
 }
 
 /// The bytes of a page: the span one page-table walk translates, on a frame's first touch of it.
-const PAGE: usize = 4096;
+pub(super) const PAGE: usize = 4096;
 
 /// The offsets from address `p` of one byte in every 4 KiB page that bytes `from..to` lie in:
 /// `from`, then each page's first byte after it (none where the span is empty).

@@ -3,7 +3,7 @@
 //! the other planes' lines asked for in parts between the stages (`Ahead`), and each row's pages
 //! and last lines (`prefetch_row_pages`; the multi-tap filters' pages: `prefetch_multi_pages`).
 
-use super::super::hint::{prefetch, prefetch_pages, prefetch_span};
+use super::super::hint::{narrow_rows_asked, prefetch, prefetch_pages, prefetch_span, PAGE};
 use super::super::multitap::ahead_rows_by;
 use super::super::plan::MultiTap;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -64,8 +64,12 @@ pub(super) const ROW_PAGES_AHEAD: usize = 12;
 /// frames: YUY2 `area` 0.288–0.341 → 0.306–0.350, NV12 0.230–0.288 → 0.252–0.313, RGBA
 /// 0.422–0.457 → 0.444–0.446; YUY2 `bilinear-antialias` 0.371–0.379 → 0.377–0.404): their
 /// kernels' own asks (`hint::prefetch_window_once`, the trickle) already take the walks where
-/// they cost less, is the likely reason (not measured further).
-const MULTI_PAGES_AHEAD: usize = 8;
+/// they cost less, is the likely reason (not measured further). Four rows on, not eight: on the
+/// Intel Xeon (the thirty-fourth session, the same kind of run, three rounds, none / 2 / 4 / 8 /
+/// 16) RGBA `bilinear-antialias` on 8 frames 0.431–0.440 / 0.433–0.446 / 0.423–0.430 /
+/// 0.433–0.456 / 0.435–0.451, on 32 frames 0.717–0.731 / 0.714–0.740 / 0.703–0.728 /
+/// 0.773–0.798 / 0.757–0.765, 1600×900 level; on Zen 4 four and eight were level (above).
+const MULTI_PAGES_AHEAD: usize = 4;
 
 /// A camera frame arrives cold: its rows are in DRAM, and a downscale jumps between them, so the
 /// hardware's stream prefetcher restarts on every row. The source rows that output row `cy +
@@ -109,17 +113,19 @@ fn prefetch_ahead(c: &Converter, src: &SrcImage<'_>, cy: usize, piece: usize, pi
 /// A line in each 4 KiB page of the window of each source row output row `on` reads and the row
 /// before it does not (`Axis::new_rows`, `hint::prefetch_pages`: each page's walk done here,
 /// between the kernels), then the row's last line and the lines past it the kernels' loads
-/// reach (`END_REACH`), in every plane (bilinear and nearest; `ROW_PAGES_AHEAD`). The pages
+/// reach (`END_REACH`), in every plane (bilinear and nearest; `ROW_PAGES_AHEAD`; a plane whose
+/// window fits a page only where `hint::narrow_rows_asked`). The pages
 /// added to the last lines, engine, uint8, AVX-512, Zen 4, each in turn frame by frame in one
 /// run (best / first quartile of 800, ms): RGBA 8 rotating frames 0.192 → 0.185 (0.217 →
 /// 0.205), 32 frames 0.250 → 0.238 (0.295 → 0.264); YUY2 8 frames 0.178 → 0.172 (0.183 →
 /// 0.176), 32 frames 0.191 → 0.187 (0.219 → 0.208); NV12 level, and every hot frame within 1 %.
 #[inline(always)]
 pub(super) fn prefetch_row_pages(c: &Converter, src: &SrcImage<'_>, on: usize) {
+    let narrow = narrow_rows_asked();
     for p in 0..c.format.num_planes() {
         let (lo, hi) = c.plane_window[p];
         let (bytes, stride) = src.planes[p];
-        if hi <= lo || bytes.is_empty() {
+        if hi <= lo || bytes.is_empty() || (!narrow && hi - lo <= PAGE) {
             continue;
         }
         let axis = if c.plane_chroma_rows[p] { &c.rows_chroma } else { &c.rows_luma };
