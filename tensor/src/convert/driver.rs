@@ -128,6 +128,7 @@ fn pair(c: &Converter, direct: &[Option<DirectRows<'_>>; 3], out: &mut [Lines<f3
     let [a, b] = c.groups.as_slice() else { return None };
     let (a, b) = if a.members.len() == 1 { (a, b) } else { (b, a) };
     let (da, db) = (direct[a.plane]?, direct[b.plane]?);
+    let db = if b.plane == a.plane { db.asked_already() } else { db };
     let (pa, pb) = (a.permute.as_ref()?, b.permute.as_ref()?);
     let fits = |reach: usize, d: &DirectRows<'_>| reach <= d.r0.len().min(d.r1.len());
     if !c.avx512() || !fits(pa.reach, &da) || !fits(pb.reach, &db) {
@@ -493,9 +494,14 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                 // Both planes are read straight, so no part of `ahead` is left to ask for.
                 s.counts.sampled += made;
             }
+            // A plane's lines asked for by its first group alone (`DirectRows::asked_already`).
+            let mut asked = 0u8;
             #[cfg(target_arch = "x86_64")]
             for g in c.groups.iter().filter(|_| paired.is_none()) {
-                if let Some(d @ DirectRows { r0, r1, wy, shuffled, next }) = direct[g.plane] {
+                if let Some(d) = direct[g.plane] {
+                    let d = if asked & (1 << g.plane) != 0 { d.asked_already() } else { d };
+                    asked |= 1 << g.plane;
+                    let DirectRows { r0, r1, wy, shuffled, next } = d;
                     let (wx, wq, single) = group_weights(c, g);
                     let columns = match (&g.permute, &g.shuffle) {
                         (Some(plan), _) if c.avx512() && plan.reach <= r0.len().min(r1.len()) => unsafe {
@@ -520,6 +526,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
             #[cfg(target_arch = "aarch64")]
             for g in &c.groups {
                 if let (Some(d), Some(plan)) = (direct[g.plane], &g.shuffle) {
+                    let d = if asked & (1 << g.plane) != 0 { d.asked_already() } else { d };
+                    asked |= 1 << g.plane;
                     let (wx, wq, single) = group_weights(c, g);
                     let columns = neon::sample(d.row(g, plan, wq, single), wx, &mut s.comps);
                     s.counts.sampled += (columns * g.members.len()) as u64;
