@@ -78,7 +78,7 @@ pub(super) fn prefetch_window_near(rows: &[*const u8], at: usize, wide: bool, ne
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) fn whole_near() -> bool {
     static NEAR: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *NEAR.get_or_init(|| chosen_or_zen5("EDGEFIRST_CONVERT_NEAR"))
+    *NEAR.get_or_init(|| chosen_or("EDGEFIRST_CONVERT_NEAR", zen5))
 }
 
 /// Whether `driver::ahead::prefetch_row_pages` asks for rows no wider than a page (NV12's
@@ -88,27 +88,28 @@ pub(super) fn whole_near() -> bool {
 /// 400, none / pages only / last lines only / both, one binary, three or four rounds: 8 rotating
 /// frames 0.139–0.140 / 0.143–0.144 / 0.143–0.144 / 0.146, 32 frames 0.140–0.145 / 0.143–0.157 /
 /// 0.146–0.152 / 0.154–0.178, 1600×900 0.151–0.153 / 0.161–0.168 / 0.159–0.161 / 0.163–0.165,
-/// hot 0.137–0.138 / 0.138–0.139 / 0.138 / 0.141–0.142; YUY2 level either way). Wider rows
+/// hot 0.137–0.138 / 0.138–0.139 / 0.138 / 0.141–0.142; YUY2 without / with, the switch below:
+/// 8 frames 0.147–0.149 / 0.150–0.154, 1600×900 0.186–0.190 / 0.199–0.201). Wider rows
 /// (RGBA's) keep their asks everywhere: on that Xeon, 8 rotating frames 0.170–0.171 without,
 /// 0.163–0.164 with pages (1600×900 the other way, 0.222 against 0.229).
 /// `EDGEFIRST_CONVERT_ROW_ASKS=0` or `1` chooses either on any CPU (to compare them).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) fn narrow_rows_asked() -> bool {
     static NARROW: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *NARROW.get_or_init(|| match std::env::var("EDGEFIRST_CONVERT_ROW_ASKS").as_deref() {
-        Ok("0") => false,
-        Ok("1") => true,
-        _ => !cfg!(target_arch = "x86_64") || cpu().is_some_and(|(vendor, _)| &vendor == b"AuthenticAMD"),
+    *NARROW.get_or_init(|| {
+        chosen_or("EDGEFIRST_CONVERT_ROW_ASKS", || {
+            !cfg!(target_arch = "x86_64") || cpu().is_some_and(|(vendor, _)| &vendor == b"AuthenticAMD")
+        })
     })
 }
 
-/// `0` or `1` in environment variable `var`, else whether the CPU is a Zen 5.
+/// `0` or `1` in environment variable `var`, else `otherwise()` (the CPU's own choice).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-fn chosen_or_zen5(var: &str) -> bool {
+fn chosen_or(var: &str, otherwise: impl FnOnce() -> bool) -> bool {
     match std::env::var(var).as_deref() {
         Ok("0") => false,
         Ok("1") => true,
-        _ => zen5(),
+        _ => otherwise(),
     }
 }
 
@@ -143,7 +144,7 @@ pub(super) fn prefetch_window_once(rows: &[*const u8], at: usize, wide: bool, nt
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) fn once_by_nta() -> bool {
     static NTA_ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *NTA_ONCE.get_or_init(|| chosen_or_zen5("EDGEFIRST_CONVERT_NTA"))
+    *NTA_ONCE.get_or_init(|| chosen_or("EDGEFIRST_CONVERT_NTA", zen5))
 }
 
 /// The CPU is AMD's (`AuthenticAMD`, CPUID leaf 0) of family 26 (leaf 1's base family 15 plus
