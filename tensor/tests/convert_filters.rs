@@ -260,10 +260,10 @@ fn exact_area_sums_rows_first_with_the_same_bytes() {
 
 /// PIL's filters and an exact box into 8-bit RGB and BGR from an RGB source: at AVX-512 and NEON
 /// (the box where the level has its dot products) and at AVX2 (PIL's filters) the vertical pass's
-/// bytes (the box's quads rounded as the finish rounds) go to the output as they are, interleaved or planar (`KernelCounts::interleaved`), and give
-/// the baseline's bytes, uint8
-/// and int8, hwc and chw, at 3×, 2.5× and a letterbox, on rows with whole 64-pixel steps and a
-/// tail. No other output (gray, RGBA, float32, normalized and quantized) and no YUV source takes
+/// bytes (the box's quads rounded as the finish rounds) go to the output as they are, interleaved
+/// or planar (`KernelCounts::interleaved`), and give the baseline's bytes, uint8 and int8, hwc
+/// and chw, at 3×, 2.5× and a letterbox, on rows with whole 64-pixel steps and a tail. No other
+/// output (gray, RGBA, float32, normalized and quantized) and no YUV source takes
 /// that path.
 #[test]
 fn byte_filters_go_to_rgb_outputs_as_they_are() {

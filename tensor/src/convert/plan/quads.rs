@@ -221,13 +221,6 @@ mod tests {
     use crate::format::PixelFormat;
     use crate::preprocess::Interpolation;
 
-    /// What the kernel makes of a plan, in scalar: per block and dword, the bytes its controls
-    /// pick from the block's window times their weights, summed over the quads. Each output must
-    /// be its taps' sum by the axis's whole weights (`Taps::k`), read from the row as the scalar
-    /// loops read it, in the lanes of `b16` (over one window a block, or NEON's 16 bytes a lane)
-    /// or five outputs of each of three members (RGBA's `q5`); the camera formats at 3×, 2.5× and
-    /// 1.5× (where a 64-byte window holds a block's taps and where it takes 128) have quads, and
-    /// a box too wide for 128 bytes none.
     /// Rows of weight 1 add; other weights fold where one quad a block and every product stays
     /// within the byte; else each row's sums are multiplied.
     #[test]
@@ -256,6 +249,13 @@ mod tests {
         assert_eq!(plan(2, 2).row_weights(&[2, 1], 127), ROWS_TIMES);
     }
 
+    /// What the kernel makes of a plan, in scalar: per block and dword, the bytes its controls
+    /// pick from the block's window times their weights, summed over the quads. Each output must
+    /// be its taps' sum by the axis's whole weights (`Taps::k`), read from the row as the scalar
+    /// loops read it, in the lanes of `b16` (over one window a block, or NEON's 16 bytes a lane)
+    /// or five outputs of each of three members (RGBA's `q5`); the camera formats at 3×, 2.5× and
+    /// 1.5× (where a 64-byte window holds a block's taps and where it takes 128) have quads, and
+    /// a box too wide for 128 bytes none.
     #[test]
     fn quads_sum_each_outputs_taps() {
         let area = Filter::of(Interpolation::Area, true).unwrap();
