@@ -113,9 +113,11 @@ fn group_weights<'a>(c: &'a Converter, g: &Group) -> (&'a [f32], &'a [u32], bool
 /// CPU precondition the caller's level check meets.
 macro_rules! vertical_bytes {
     ($level:ident, $t:ty) => {
-        |rows: &[*const u8], wi: &[i32], whole: Option<(&[i16], u8, (u16, u16))>, out: &mut [$t], ahead| unsafe {
-            $level::vertical_bytes(rows, wi, whole, out, ahead)
-        }
+        |rows: &[*const u8],
+         wi: &[i32],
+         whole: Option<crate::convert::plan::WholeRow<'_>>,
+         out: &mut [$t],
+         ahead| unsafe { $level::vertical_bytes(rows, wi, whole, out, ahead) }
     };
 }
 

@@ -10,7 +10,7 @@
 
 use super::hint::Trickle;
 use super::lines::Lines;
-use super::plan::{Comp, Compact, MultiTap, TapGroup, Taps, PIL_HALF, PIL_SHIFT};
+use super::plan::{Comp, Compact, MultiTap, TapGroup, Taps, WholeRow, PIL_HALF, PIL_SHIFT};
 
 mod ahead;
 pub(super) use ahead::{
@@ -87,7 +87,7 @@ pub(super) fn pil8_row<T: Sample>(
     takes: impl Fn(usize) -> bool,
     pixels_ask: bool,
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize) -> usize,
-    mut vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [T], Trickle) -> usize,
+    mut vert: impl FnMut(&[*const u8], &[i32], Option<WholeRow<'_>>, &mut [T], Trickle) -> usize,
 ) -> (u32, u64) {
     let (mut groups, mut made) = (0u32, 0u64);
     let Ring { bytes: ring, btags: tags, .. } = ring;
@@ -252,8 +252,11 @@ pub(super) fn pil8_down_first(
             // level; AVX2 32 frames 0.476–0.513 against 0.513–0.540).
             let new = rows.first.get(cy + 1).map_or(kv, |&f| (f as usize - first).min(kv));
             let asked = new.max(1);
-            let done = match m.whole_row(axis, cy) {
-                Some((k, d, div)) if kv <= VTAPS => vert(&at[..kv], k, (d, div), v, ahead, asked).min(len),
+            // (A tied row, `WholeRow::n`, by the sums here.)
+            let done = match m.whole_row(axis, cy).and_then(WholeRow::untied) {
+                Some(WholeRow { k, d, div, .. }) if kv <= VTAPS => {
+                    vert(&at[..kv], k, (d, div), v, ahead, asked).min(len)
+                }
                 _ => 0,
             };
             // The rest row by row (contiguous, so vectorized at the driver's level).

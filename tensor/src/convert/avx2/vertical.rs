@@ -2,7 +2,7 @@
 
 use super::whole::mulhi;
 use crate::convert::hint::{prefetch, Trickle};
-use crate::convert::plan::{PIL_HALF, PIL_SHIFT};
+use crate::convert::plan::{WholeRow, PIL_HALF, PIL_SHIFT};
 use std::arch::x86_64::*;
 
 /// PIL's vertical pass over rows of bytes into a component's row (f32 values of PIL's bytes):
@@ -18,7 +18,7 @@ use std::arch::x86_64::*;
 pub(in crate::convert) unsafe fn vertical_bytes<O: Out>(
     rows: &[*const u8],
     wi: &[i32],
-    whole: Option<(&[i16], u8, (u16, u16))>,
+    whole: Option<WholeRow<'_>>,
     out: &mut [O],
     ahead: Trickle,
 ) -> usize {
@@ -60,14 +60,17 @@ impl Out for u8 {
 unsafe fn vertical_bytes_of<O: Out, const ASK: bool>(
     rows: &[*const u8],
     wi: &[i32],
-    whole: Option<(&[i16], u8, (u16, u16))>,
+    whole: Option<WholeRow<'_>>,
     out: &mut [O],
     mut ahead: Trickle,
 ) -> usize {
     let o = out.as_mut_ptr();
-    match whole {
+    // (A tied row, `WholeRow::n`, by PIL's sums.)
+    match whole.and_then(WholeRow::untied) {
         // Doubled weights that are signed bytes: `pmaddubsw` over each row's even and odd bytes.
-        Some((k, d, div)) if k.len() <= rows.len() && k.iter().all(|&k| (0..=63).contains(&k)) => {
+        Some(WholeRow { k, d, div, .. })
+            if k.len() <= rows.len() && k.iter().all(|&k| (0..=63).contains(&k)) =>
+        {
             let rows = &rows[..k.len()];
             macro_rules! taps {
                 ($($t:literal)*) => {
@@ -241,6 +244,8 @@ pub(in crate::convert) unsafe fn down_bytes(
 
 #[cfg(test)]
 mod tests {
+    use super::WholeRow;
+
     /// The vertical pass gives PIL's byte, `⌊(Σ wi · b + 2^21) / 2^22⌋`: with whole weights
     /// (`wi = 2^22 k / D` rounded, `weights::pil_whole`: 3×'s and 2.5×'s triangles, one to nine
     /// rows) through the `pmaddubsw` halves, a weight past 63 through the 2^-22 sums, and lengths
@@ -265,7 +270,13 @@ mod tests {
                 let at: Vec<*const u8> = rows.iter().map(|r| r.as_ptr()).collect();
                 let mut out = vec![-1f32; n];
                 let done = unsafe {
-                    super::vertical_bytes(&at, &wi, Some((k, d as u8, div)), &mut out, super::Trickle::NONE)
+                    super::vertical_bytes(
+                        &at,
+                        &wi,
+                        Some(WholeRow { k, d: d as u8, div, n: &[] }),
+                        &mut out,
+                        super::Trickle::NONE,
+                    )
                 };
                 let step = if k.iter().all(|&k| k <= 63) { 32 } else { 8 };
                 assert_eq!(done, n / step * step, "weights {k:?}");

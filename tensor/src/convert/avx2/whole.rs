@@ -171,13 +171,13 @@ unsafe fn whole_block<const L: usize, const M: usize, const R: usize, const TIE:
         let count = _mm_cvtsi64_si128(*plan.shift.get_unchecked(t) as i64);
         let mut q = [d; R];
         for i in 0..R {
-            // ⌊⌊t · m / 2^16⌋ / 2^s⌋.
-            q[i] = _mm256_srl_epi16(mulhi(s[i], mul), count);
-            if TIE {
-                let tie = _mm256_cmpeq_epi16(_mm256_mullo_epi16(q[i], _mm256_add_epi16(d, d)), s[i]);
-                let below = _mm256_cmpgt_epi16(_mm256_setzero_si256(), e[i]);
-                q[i] = _mm256_add_epi16(q[i], _mm256_and_si256(tie, below));
-            }
+            // A tie (`t = 2D · q`) whose remainders' sum is negative is one less: `t` less two
+            // there (`weights::pil_tied`), then ⌊⌊t · m / 2^16⌋ / 2^s⌋.
+            let t = match TIE {
+                true => _mm256_add_epi16(s[i], _mm256_slli_epi16::<1>(_mm256_srai_epi16::<15>(e[i]))),
+                false => s[i],
+            };
+            q[i] = _mm256_srl_epi16(mulhi(t, mul), count);
         }
         store_block::<M, R>(&q, out, b);
     }

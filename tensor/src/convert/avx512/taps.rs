@@ -442,22 +442,19 @@ unsafe fn whole_block<const NARROW: bool, const M: usize, const R: usize, const 
         let shift = _mm512_load_si512(plan.shift.as_ptr().add(t) as *const _);
         for i in 0..R {
             // 2S + D < 2^16 (`WHOLE_MAX`), then ⌊· / 2D⌋.
-            let mut q = _mm512_srlv_epi16(_mm512_mulhi_epu16(s[i], mul), shift);
-            if TIE {
-                q = tie_down(q, s[i], e[i], d);
-            }
-            store_whole::<M>(q, &out[i], b);
+            let t = if TIE { tie_sum(s[i], e[i]) } else { s[i] };
+            store_whole::<M>(_mm512_srlv_epi16(_mm512_mulhi_epu16(t, mul), shift), &out[i], b);
         }
     }
 }
 
-/// PIL's quotient `q` of `2S + D` (`s`) where a tie (`2S + D = 2D·q`) has a negative remainder
-/// sum (`e`): `q − 1`.
+/// `2S + D` (`s`) of tied weights less two where the remainders' sum `e` is negative: its
+/// quotient by `2D` is PIL's byte (`weights::pil_tied`). Two operations where the tie was
+/// tested on the quotient (a multiply, two compares and a masked subtract after the division's
+/// latency).
 #[inline(always)]
-unsafe fn tie_down(q: __m512i, s: __m512i, e: __m512i, d: __m512i) -> __m512i {
-    let even = _mm512_cmpeq_epi16_mask(_mm512_mullo_epi16(q, _mm512_add_epi16(d, d)), s);
-    let below = _mm512_mask_cmplt_epi16_mask(even, e, _mm512_setzero_si512());
-    _mm512_mask_sub_epi16(q, below, q, _mm512_set1_epi16(1))
+pub(super) unsafe fn tie_sum(s: __m512i, e: __m512i) -> __m512i {
+    _mm512_mask_sub_epi16(s, _mm512_movepi16_mask(e), s, _mm512_set1_epi16(2))
 }
 
 /// Block `b`'s 32 quotients (words) into its members' rows of bytes `out`, by the lanes of
@@ -569,11 +566,8 @@ unsafe fn whole_block_held<
             }
         }
         for i in 0..R {
-            let mut q = _mm512_srlv_epi16(_mm512_mulhi_epu16(s[i], held.mul), held.shift);
-            if TIE {
-                q = tie_down(q, s[i], e[i], held.d);
-            }
-            store_whole::<M>(q, &out[i], b);
+            let t = if TIE { tie_sum(s[i], e[i]) } else { s[i] };
+            store_whole::<M>(_mm512_srlv_epi16(_mm512_mulhi_epu16(t, held.mul), held.shift), &out[i], b);
         }
     }
 }

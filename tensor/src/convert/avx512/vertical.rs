@@ -4,9 +4,10 @@
 
 #![allow(clippy::needless_range_loop)]
 
+use super::taps::tie_sum;
 use crate::convert::hint::{prefetch, Trickle};
 use crate::convert::multitap::VTaps;
-use crate::convert::plan::{PIL_HALF, PIL_SHIFT};
+use crate::convert::plan::{WholeRow, PIL_HALF, PIL_SHIFT};
 use std::arch::x86_64::*;
 
 /// A multi-tap filter's vertical pass at sixteen lanes (`avx2::multitap_vertical` at twice the
@@ -105,8 +106,9 @@ pub(in crate::convert) unsafe fn multitap_vertical(
 
 /// PIL's vertical pass over rows of bytes (`multitap::pil8_row`) into a component's row (f32
 /// values of PIL's bytes): with whole weights (`div`: `D`'s divider), 32 outputs per step in i16
-/// (`Σ k · b` and `2S + D` fit: `plan::WHOLE_MAX`) and the multiply-high division; else PIL's
-/// 2^-22 weights in i32, 16 per step; the lines `ahead` asked for through the steps. Returns the
+/// (`Σ k · b` and `2S + D` fit: `plan::WHOLE_MAX`) and the multiply-high division, tied rows
+/// (`WholeRow::n`) 64 a step where their doubled weights are signed bytes; else PIL's 2^-22
+/// weights in i32, 16 per step; the lines `ahead` asked for through the steps. Returns the
 /// outputs it wrote (whole steps).
 ///
 /// # Safety
@@ -115,7 +117,7 @@ pub(in crate::convert) unsafe fn multitap_vertical(
 pub(in crate::convert) unsafe fn vertical_bytes<O: Out>(
     rows: &[*const u8],
     wi: &[i32],
-    whole: Option<(&[i16], u8, (u16, u16))>,
+    whole: Option<WholeRow<'_>>,
     out: &mut [O],
     ahead: Trickle,
 ) -> usize {
@@ -185,29 +187,32 @@ impl Out for u8 {
 unsafe fn vertical_bytes_of<O: Out, const ASK: bool>(
     rows: &[*const u8],
     wi: &[i32],
-    whole: Option<(&[i16], u8, (u16, u16))>,
+    whole: Option<WholeRow<'_>>,
     out: &mut [O],
     mut ahead: Trickle,
 ) -> usize {
     let o = out.as_mut_ptr();
-    match whole {
-        Some((k, d, (mul, shift))) => {
+    // Doubled weights that are signed bytes go through `pmaddubsw` (`vertical_halves`); a tied
+    // row only so (the others by PIL's i32 sums below).
+    let bytes = |w: &WholeRow| w.k.iter().all(|&k| (0..=63).contains(&k));
+    match whole.filter(|w| w.n.is_empty() || (bytes(w) && w.n.len() == w.k.len() && w.k.len() <= rows.len()))
+    {
+        Some(w @ WholeRow { k, d, div: (mul, shift), n: ties }) => {
             let n = out.len() / 32 * 32;
             let rows = &rows[..k.len().min(rows.len())];
             let (d, mul, shift) = (d as i16, mul as i16, shift as i16);
-            // Doubled weights that are signed bytes go through `pmaddubsw` (`vertical_halves`).
-            let bytes = k.iter().all(|&k| (0..=63).contains(&k));
+            let bytes = bytes(&w);
             macro_rules! taps {
                 ($($t:literal)*) => {
-                    match (rows.len(), bytes) {
-                        $(($t, true) => unsafe { vertical_halves::<O, $t, ASK>(rows, k, (d, mul, shift), o, n, &mut ahead) },)*
-                        $(($t, false) => unsafe { vertical_whole::<O, $t, ASK>(rows, k, (d, mul, shift), o, 0, n, &mut ahead) },)*
-                        _ => unsafe { vertical_whole_any::<O, ASK>(rows, k, (d, mul, shift), o, n, &mut ahead) },
+                    match (rows.len(), bytes, ties.is_empty()) {
+                        $(($t, true, true) => unsafe { vertical_halves::<O, $t, ASK, false>(rows, k, &[], (d, mul, shift), o, n, &mut ahead) },)*
+                        $(($t, true, false) => unsafe { vertical_halves::<O, $t, ASK, true>(rows, k, ties, (d, mul, shift), o, n, &mut ahead) },)*
+                        $(($t, false, _) => unsafe { vertical_whole::<O, $t, ASK>(rows, k, (d, mul, shift), o, 0, n, &mut ahead); n },)*
+                        _ => unsafe { vertical_whole_any::<O, ASK>(rows, k, (d, mul, shift), o, n, &mut ahead); n },
                     }
                 };
             }
-            taps!(1 2 3 4 5 6 7 8 9 10 11 12);
-            n
+            taps!(1 2 3 4 5 6 7 8 9 10 11 12)
         }
         None => {
             let n = out.len() / 16 * 16;
@@ -290,21 +295,37 @@ unsafe fn vertical_whole<O: Out, const N: usize, const ASK: bool>(
 /// its two shuffle pipes). A last step of 32 goes through `vertical_whole`. Engine, uint8,
 /// `bilinear-antialias`, hot 1080p frame, best of 6 alternations: NV12 0.371 → 0.335 ms, YUY2
 /// 0.539 → 0.503, RGBA 0.538 → 0.497 (with `mulhi`).
+///
+/// With `TIE` (a row whole only with ties, `weights::pil_tied`: the remainders `ties`, signed
+/// bytes) the remainders' sums `N` beside, by two more `pmaddubsw` a row, and a tie with a
+/// negative `N` one less (`taps::tie_sum`, as the horizontal blocks); the last outputs past the
+/// 64-output steps are left to PIL's sums. 900p NV12's chroma rows at 1.25× are tied every other
+/// row, and those went through the i32 steps: half the vertical pass's time there.
+/// Returns the outputs written.
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
 #[inline]
-unsafe fn vertical_halves<O: Out, const N: usize, const ASK: bool>(
+#[allow(clippy::too_many_arguments)]
+unsafe fn vertical_halves<O: Out, const N: usize, const ASK: bool, const TIE: bool>(
     rows: &[*const u8],
     k: &[i16],
+    ties: &[i8],
     (d, mul, shift): (i16, i16, i16),
     o: *mut O,
     n: usize,
     ahead: &mut Trickle,
-) {
+) -> usize {
     let at: [*const u8; N] = std::array::from_fn(|j| rows[j]);
-    let (mut even, mut odd) = ([_mm512_setzero_si512(); N], [_mm512_setzero_si512(); N]);
+    let zero = _mm512_setzero_si512();
+    let (mut even, mut odd) = ([zero; N], [zero; N]);
+    let (mut tie_even, mut tie_odd) = ([zero; N], [zero; N]);
     for j in 0..N {
         even[j] = _mm512_set1_epi16(2 * k[j]);
         odd[j] = _mm512_set1_epi16((2 * k[j]) << 8);
+        if TIE {
+            let t = ties[j] as u8 as i16;
+            tie_even[j] = _mm512_set1_epi16(t);
+            tie_odd[j] = _mm512_set1_epi16(t << 8);
+        }
     }
     let (dv, mulv, count) = (_mm512_set1_epi16(d), _mm512_set1_epi16(mul), _mm_cvtsi32_si128(shift as i32));
     let whole = n / 64 * 64;
@@ -315,10 +336,18 @@ unsafe fn vertical_halves<O: Out, const N: usize, const ASK: bool>(
         }
         unsafe {
             let (mut e, mut h) = (dv, dv);
+            let (mut te, mut th) = (zero, zero);
             for j in 0..N {
                 let v = _mm512_loadu_si512(at[j].add(x) as *const _);
                 e = _mm512_add_epi16(e, _mm512_maddubs_epi16(v, even[j]));
                 h = _mm512_add_epi16(h, _mm512_maddubs_epi16(v, odd[j]));
+                if TIE {
+                    te = _mm512_add_epi16(te, _mm512_maddubs_epi16(v, tie_even[j]));
+                    th = _mm512_add_epi16(th, _mm512_maddubs_epi16(v, tie_odd[j]));
+                }
+            }
+            if TIE {
+                (e, h) = (tie_sum(e, te), tie_sum(h, th));
             }
             let qe = _mm512_srl_epi16(mulhi(e, mulv), count);
             let qo = _mm512_srl_epi16(mulhi(h, mulv), count);
@@ -327,9 +356,11 @@ unsafe fn vertical_halves<O: Out, const N: usize, const ASK: bool>(
             O::put64(o.add(x), b);
         }
     }
-    if whole < n {
+    if !TIE && whole < n {
         unsafe { vertical_whole::<O, N, ASK>(rows, k, (d, mul, shift), o, whole, n, ahead) };
+        return n;
     }
+    whole
 }
 
 /// PIL's vertical pass straight over a plane's source rows into one row of bytes (PIL's filters
@@ -455,6 +486,85 @@ unsafe fn whole_store<O: Out>(t: __m512i, mul: __m512i, shift: __m512i, o: *mut 
 
 #[cfg(test)]
 mod tests {
+    use super::WholeRow;
+
+    /// Rows whole only with ties (`weights::pil_tied`) give PIL's byte through `vertical_halves`'
+    /// remainder sums: the rows of the 1.25× triangle (900p NV12's chroma → 640: 7, 5 over 12
+    /// every other row), of 2.5×'s edges and of an upscale (80 → 170), PIL's 2^-22 weights
+    /// from the plan, random rows and the extremes, stored as floats and as bytes; ties with a
+    /// negative remainder sum are met (each one less than `⌊(2S + D) / 2D⌋`), and the outputs
+    /// past the 64-output steps are left to PIL's sums (not written).
+    #[test]
+    fn tied_rows_give_pils_bytes() {
+        use crate::convert::plan::{multi_axis, Filter, MultiTap};
+        if !super::super::detect() {
+            return;
+        }
+        let f = Filter::of(crate::preprocess::Interpolation::BilinearAntialias, true).unwrap();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (mut rows_tied, mut checked, mut down) = (0, 0, 0);
+        for (n, len) in [(360, 450), (360, 900), (100, 333), (170, 80)] {
+            let t = multi_axis(n, 0, len, 1, 0, len - 1, f, 0.0);
+            let comps = [crate::convert::plan::Comp { plane: 0, offset: 0, step: 1, chroma: false }];
+            let m = MultiTap::new([t.clone(), t.clone()], [t.clone(), t.clone()], &comps, [len, 0, 0], true);
+            for y in 0..n {
+                let Some(w) = m.whole_row(0, y).filter(|w| !w.n.is_empty()) else { continue };
+                rows_tied += 1;
+                let wi = &t.wi[y * t.taps..][..t.taps];
+                for (width, round) in [(640, 0), (640, 1), (640, 2), (700, 3)] {
+                    let rows: Vec<Vec<u8>> = (0..t.taps)
+                        .map(|j| {
+                            (0..width)
+                                .map(|x| match round {
+                                    0 => 255 * ((x + j) % 2) as u8,
+                                    1 => (x % 256) as u8,
+                                    _ => next() as u8,
+                                })
+                                .collect()
+                        })
+                        .collect();
+                    let at: Vec<*const u8> = rows.iter().map(|r| r.as_ptr()).collect();
+                    let mut out = vec![-1f32; width];
+                    let mut bytes = vec![0xa5u8; width];
+                    let done =
+                        unsafe { super::vertical_bytes(&at, wi, Some(w), &mut out, super::Trickle::NONE) };
+                    let done8 =
+                        unsafe { super::vertical_bytes(&at, wi, Some(w), &mut bytes, super::Trickle::NONE) };
+                    assert_eq!((done, done8), (width / 64 * 64, width / 64 * 64), "row {y}");
+                    for x in 0..width {
+                        if x >= done {
+                            assert_eq!((out[x], bytes[x]), (-1.0, 0xa5), "nothing past the steps");
+                            continue;
+                        }
+                        let b = |j: usize| rows[j][x] as i64;
+                        let acc: i64 = (0..t.taps).map(|j| wi[j] as i64 * b(j)).sum();
+                        let pil = ((acc + (1 << 21)) >> 22).clamp(0, 255);
+                        assert_eq!(
+                            (out[x], bytes[x]),
+                            (pil as f32, pil as u8),
+                            "{len}->{n} row {y} output {x}"
+                        );
+                        let s: i64 = w.k.iter().enumerate().map(|(j, &k)| k as i64 * b(j)).sum();
+                        let e: i64 = w.n.iter().enumerate().map(|(j, &r)| r as i64 * b(j)).sum();
+                        let d = w.d as i64;
+                        down += usize::from((2 * s + d) % (2 * d) == 0 && e < 0);
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            rows_tied > 150 && checked > 100_000 && down > 1000,
+            "{rows_tied} rows, {checked}, {down} ties"
+        );
+    }
+
     /// The vertical pass with whole weights gives PIL's byte, `⌊(Σ wi · b + 2^21) / 2^22⌋` with
     /// `wi = 2^22 k / D` rounded (`weights::pil_whole`), for 3×'s and 2.5×'s triangles (the
     /// `pmaddubsw` halves of `vertical_halves`, and its last 32 by `vertical_whole`), weights
@@ -487,7 +597,13 @@ mod tests {
                 let at: Vec<*const u8> = rows.iter().map(|r| r.as_ptr()).collect();
                 let mut out = vec![-1f32; n];
                 let done = unsafe {
-                    super::vertical_bytes(&at, &[], Some((k, d as u8, div)), &mut out, super::Trickle::NONE)
+                    super::vertical_bytes(
+                        &at,
+                        &[],
+                        Some(WholeRow { k, d: d as u8, div, n: &[] }),
+                        &mut out,
+                        super::Trickle::NONE,
+                    )
                 };
                 assert_eq!(done, n);
                 for x in 0..n {

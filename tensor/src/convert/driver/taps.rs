@@ -21,7 +21,7 @@ use super::super::plan::MultiTap;
 #[cfg(target_arch = "x86_64")]
 use super::super::plan::{Blocks, Whole, Whole8};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-use super::super::plan::{Compact, Halved, TapGroup};
+use super::super::plan::{Compact, Halved, TapGroup, WholeRow};
 #[cfg(target_arch = "aarch64")]
 use super::super::plan::{Planar, WholeTaps};
 use super::super::{Converter, Scratch, SrcImage};
@@ -592,7 +592,7 @@ pub(super) fn byte_ring_row<T: multitap::Sample>(
     takes: impl Fn(usize) -> bool,
     pixels_ask: bool,
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize, &mut [u8]) -> usize,
-    vert: impl FnMut(&[*const u8], &[i32], Option<(&[i16], u8, (u16, u16))>, &mut [T], Trickle) -> usize,
+    vert: impl FnMut(&[*const u8], &[i32], Option<WholeRow<'_>>, &mut [T], Trickle) -> usize,
 ) -> u32 {
     let packed = &mut s.packed_rows;
     let lent =

@@ -2,7 +2,7 @@
 
 use super::whole::{divide, umlal2};
 use crate::convert::hint::Trickle;
-use crate::convert::plan::{PIL_HALF, PIL_SHIFT};
+use crate::convert::plan::{WholeRow, PIL_HALF, PIL_SHIFT};
 use std::arch::aarch64::*;
 
 /// PIL's vertical pass over rows of bytes into a component's row (f32 values of PIL's bytes, or
@@ -18,13 +18,14 @@ use std::arch::aarch64::*;
 pub(in crate::convert) unsafe fn vertical_bytes<O: Out>(
     rows: &[*const u8],
     wi: &[i32],
-    whole: Option<(&[i16], u8, (u16, u16))>,
+    whole: Option<WholeRow<'_>>,
     out: &mut [O],
     mut ahead: Trickle,
 ) -> usize {
     let o = out.as_mut_ptr();
-    match whole {
-        Some((k, d, div)) if k.len() <= rows.len() => {
+    // (A tied row, `WholeRow::n`, by PIL's sums.)
+    match whole.and_then(WholeRow::untied) {
+        Some(WholeRow { k, d, div, .. }) if k.len() <= rows.len() => {
             let (b, len) = (o as *mut u8, out.len());
             macro_rules! taps {
                 ($($t:literal)*) => {
@@ -178,7 +179,7 @@ pub(in crate::convert) unsafe fn down_bytes(
 
 #[cfg(test)]
 mod tests {
-    use super::{vertical_bytes, Trickle};
+    use super::{vertical_bytes, Trickle, WholeRow};
 
     /// The vertical pass gives PIL's byte, `⌊(Σ wi · b + 2^21) / 2^22⌋`: with whole weights
     /// (`wi = 2^22 k / D` rounded, `weights::pil_whole`: 3×'s and 2.5×'s triangles, one to nine
@@ -201,7 +202,7 @@ mod tests {
                 let at: Vec<*const u8> = rows.iter().map(|r| r.as_ptr()).collect();
                 for whole in [true, false] {
                     let mut out = vec![-1f32; n];
-                    let w = whole.then_some((k, d as u8, div));
+                    let w = whole.then_some(WholeRow { k, d: d as u8, div, n: &[] });
                     let done = unsafe { vertical_bytes(&at, &wi, w, &mut out, Trickle::NONE) };
                     // The same pass storing bytes: the floats' values, as bytes, and nothing past.
                     let mut bytes = vec![0xa5u8; n];

@@ -177,9 +177,10 @@ unsafe fn run_blocks<const T: usize, const L: usize, const TIE: bool>(
                 1 => (lo[0], hi[0]),
                 _ => (vaddq_u16(lo[0], lo[1]), vaddq_u16(hi[0], hi[1])),
             };
-            let mut q = [divide(lo, t.m[0], t.s[0]), divide(hi, t.m[1], t.s[1])];
+            let (mut lo, mut hi) = (lo, hi);
             if TIE {
-                // A tie (`t = 2D · q`) whose remainders' sum is negative is one less.
+                // A tie (`t = 2D · q`) whose remainders' sum is negative is one less: `t` less
+                // two there (`weights::pil_tied`; all ones shifted left is −2).
                 let (mut e0, mut e1) = (vdupq_n_s16(0), vdupq_n_s16(0));
                 for j in 0..T {
                     let v = lookup::<L>(&w, t.idx[j]);
@@ -189,12 +190,10 @@ unsafe fn run_blocks<const T: usize, const L: usize, const TIE: bool>(
                     e0 = vmlaq_s16(e0, v0, vmovl_s8(vget_low_s8(nj)));
                     e1 = vmlaq_s16(e1, v1, vmovl_high_s8(nj));
                 }
-                for (h, (sum, e)) in [(lo, e0), (hi, e1)].into_iter().enumerate() {
-                    let exact = vceqq_u16(vmulq_u16(q[h], vaddq_u16(t.d[h], t.d[h])), sum);
-                    // All ones (−1) where both hold.
-                    q[h] = vaddq_u16(q[h], vandq_u16(exact, vcltzq_s16(e)));
-                }
+                lo = vaddq_u16(lo, vshlq_n_u16::<1>(vcltzq_s16(e0)));
+                hi = vaddq_u16(hi, vshlq_n_u16::<1>(vcltzq_s16(e1)));
             }
+            let q = [divide(lo, t.m[0], t.s[0]), divide(hi, t.m[1], t.s[1])];
             // (`whole_taps` checked every block's member; each quotient is at most 255.)
             let o = out.get_unchecked(b.member as usize).add(b.x as usize);
             vst1q_u8(o, vcombine_u8(vmovn_u16(q[0]), vmovn_u16(q[1])));

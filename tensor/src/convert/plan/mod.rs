@@ -39,7 +39,7 @@ pub(super) use taps::{Blocks, PIL_HALF, PIL_SPLIT, TAP_UNIT};
 pub(super) use taps::{Compact, TapGroup};
 #[cfg(test)]
 use weights::PIL_STEPS;
-pub(super) use weights::{multi_axis, Filter, MultiTap, Taps, MAX_TAPS, PIL_SHIFT, TAP_STEPS};
+pub(super) use weights::{multi_axis, Filter, MultiTap, Taps, WholeRow, MAX_TAPS, PIL_SHIFT, TAP_STEPS};
 #[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub(super) use whole::divider;
 pub(super) use whole::Whole;

@@ -358,7 +358,11 @@ pub(in crate::convert) type Tied = (u8, Vec<i16>, Vec<i8>);
 /// then `Σ wi_j b_j = (2^22 S + N) / D` with `N = Σ n_j b_j`, and PIL's byte is `⌊(2S + D) / 2D +
 /// N / (2^22 D)⌋`. The second term is under `taps · 255 / 2^23`, less than the `1/D` that `t = 2S
 /// + D` (even) keeps from a whole multiple of `2D` unless it is one; there the byte is `t / 2D`,
-/// less one where `N < 0`. The 1.25× triangle (900p chroma → 640) is 7, 5 over 12 on every
+/// less one where `N < 0`. So the byte is `⌊(t − 2[N < 0]) / 2D⌋` for every input (off a
+/// multiple, the even `t − 2` has `t`'s quotient): the kernels take two from `t` where `N` is
+/// negative instead of testing the quotient for a tie. Two, not one: `t − 2` is again some
+/// `2S + D` (or below `D`, quotient 0), which `whole::divider` divides exactly; an odd `t − 1`
+/// it need not. The 1.25× triangle (900p chroma → 640) is 7, 5 over 12 on every
 /// other pair of outputs, with `n` −4, 4: those outputs are whole only this way. `N` is summed in
 /// an i16 (`Σ |n_j| · 255` fits).
 pub(in crate::convert) fn pil_tied(wi: &[i32]) -> Option<Tied> {
@@ -405,9 +409,13 @@ pub(in crate::convert) struct MultiTap {
     /// Per axis (luma, chroma): what the vertical pass multiplies its sums by, `2^14 / K` for
     /// each of the columns and rows that are an exact box (`Taps::exact`), else 1.
     pub(in crate::convert) scale: [f32; 2],
-    /// Per axis and output row, PIL's whole rows (`Taps::d`): the multiplier and shift of
-    /// `whole::divider` for that row's `D`, (0, 0) where the row is not whole or has none.
+    /// Per axis and output row, PIL's whole rows (`Taps::d`, or tied: `row_ties`): the
+    /// multiplier and shift of `whole::divider` for that row's `D`, (0, 0) where the row is
+    /// neither or `D` has none.
     pub(in crate::convert) row_div: [Vec<(u16, u16)>; 2],
+    /// Per axis and output row, the rows whole only with ties (`pil_tied`: 900p NV12's chroma
+    /// rows at 1.25×, every other one).
+    pub(in crate::convert) row_ties: [Vec<Option<Tied>>; 2],
     /// PIL's filters blended down before across (`multitap::pil8_down_first`): set by the
     /// converter for sources whose every row is packed before it is filtered across.
     pub(in crate::convert) down_first: bool,
@@ -438,11 +446,20 @@ impl MultiTap {
             let unit = |t: &Taps| t.exact.map_or(1.0, |k| TAP_STEPS / k as f64);
             (unit(&cols[a]) * unit(&rows[a])) as f32
         });
-        // PIL's rows with whole weights: the divider of each output row's `D` ((0, 0): none).
+        // PIL's rows with whole weights, tied or not: the divider of each output row's `D`
+        // ((0, 0): none).
+        let row_ties: [Vec<Option<Tied>>; 2] = [0, 1].map(|a| {
+            let t = &rows[a];
+            (0..t.d.len())
+                .map(|y| (t.d[y] == 0).then(|| pil_tied(&t.wi[y * t.taps..][..t.taps])).flatten())
+                .collect()
+        });
         let row_div = [0, 1].map(|a| {
             let mut known = std::collections::HashMap::new();
             let mut div = |d: u8| *known.entry(d).or_insert_with(|| super::whole::divider(d as u16));
-            rows[a].d.iter().map(|&d| if d == 0 { (0, 0) } else { div(d).unwrap_or((0, 0)) }).collect()
+            let tied = |y: usize| row_ties[a][y].as_ref().map_or(0, |t| t.0);
+            let ds = rows[a].d.iter().enumerate().map(|(y, &d)| if d == 0 { tied(y) } else { d });
+            ds.map(|d| if d == 0 { (0, 0) } else { div(d).unwrap_or((0, 0)) }).collect()
         });
         let same_rows =
             rows[0].taps == rows[1].taps && rows[0].first == rows[1].first && rows[0].wi == rows[1].wi;
@@ -456,18 +473,39 @@ impl MultiTap {
             blended: [true; 4],
             scale,
             row_div,
+            row_ties,
             down_first: false,
             same_rows,
         }
     }
 
-    /// PIL's whole weights of output row `cy` on `axis`: the weights `k`, `D` and its divider;
-    /// none where the row is not whole or `D` has no divider (`row_div`).
-    pub(in crate::convert) fn whole_row(&self, axis: usize, cy: usize) -> Option<(&[i16], u8, (u16, u16))> {
+    /// PIL's whole weights of output row `cy` on `axis` (tied ones too: `WholeRow::n`); none
+    /// where the row is neither or `D` has no divider (`row_div`).
+    pub(in crate::convert) fn whole_row(&self, axis: usize, cy: usize) -> Option<WholeRow<'_>> {
         let rows = &self.rows[axis];
-        match (rows.d[cy], self.row_div[axis][cy]) {
-            (0, _) | (_, (0, 0)) => None,
-            (d, div) => Some((&rows.k[cy * rows.taps..][..rows.taps], d, div)),
+        match (rows.d[cy], self.row_div[axis][cy], &self.row_ties[axis][cy]) {
+            (_, (0, 0), _) | (0, _, None) => None,
+            (0, div, Some((d, k, n))) => Some(WholeRow { k, d: *d, div, n }),
+            (d, div, _) => Some(WholeRow { k: &rows.k[cy * rows.taps..][..rows.taps], d, div, n: &[] }),
         }
+    }
+}
+
+/// One output row's whole weights for the vertical passes (`MultiTap::whole_row`): `k / D`,
+/// `D`'s divider (`whole::divider`) and, for a row whole only with ties (`pil_tied`), the
+/// remainders `n`. The vertical kernels that take no ties leave a row with `n` to PIL's sums.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::convert) struct WholeRow<'a> {
+    pub(in crate::convert) k: &'a [i16],
+    pub(in crate::convert) d: u8,
+    pub(in crate::convert) div: (u16, u16),
+    /// Empty where the row is whole without ties.
+    pub(in crate::convert) n: &'a [i8],
+}
+
+impl WholeRow<'_> {
+    /// Whole without ties: what the kernels that take no remainders need.
+    pub(in crate::convert) fn untied(self) -> Option<Self> {
+        self.n.is_empty().then_some(self)
     }
 }

@@ -25,8 +25,8 @@ fn pil_byte(t: &Taps, row: &[u8], first: usize, step: usize, x: usize) -> i64 {
 /// 2^22⌋` clamped; the 3× triangle's inner outputs are 1, 2, 3, 2, 1 over 9; and `divider`'s
 /// multiply-high and shift divide every `2S + D` a block can make, for every `D`. Outputs
 /// `pil_whole` leaves give PIL's byte through `weights::pil_tied` where that takes them: `⌊(2S +
-/// D) / 2D⌋`, one less on a tie whose `Σ n·b` is negative; 1.25×'s (900p chroma) are 7, 5 over
-/// 12 with remainders −4, 4.
+/// D) / 2D⌋`, one less on a tie whose `Σ n·b` is negative, which is `⌊(2S + D − 2[Σ n·b < 0])
+/// / 2D⌋` (the kernels' form); 1.25×'s (900p chroma) are 7, 5 over 12 with remainders −4, 4.
 #[test]
 fn pil_whole_weights_give_pils_bytes() {
     use super::weights::{pil_tied, pil_whole, WHOLE_MAX};
@@ -46,6 +46,9 @@ fn pil_whole_weights_give_pils_bytes() {
             (640, 1600, 2, 0.0),
             (640, 1600, 2, 0.25),
             (700, 1000, 1, 0.0),
+            (29, 37, 1, 0.0),
+            (230, 100, 1, 0.0),
+            (170, 80, 1, 0.0),
         ] {
             let t = multi_axis(n, 0, len, div, 0, len / div - 1, f, shift);
             for i in 0..n {
@@ -81,6 +84,16 @@ fn pil_whole_weights_give_pils_bytes() {
                     let tie = t2 % dd == 0 && e < 0;
                     ties += tie as usize;
                     assert_eq!(pil.clamp(0, 255), t2 / dd - tie as i64, "{interp:?} {len}->{n} output {i}");
+                    // The kernels' form: `t` less two where `Σ n·b` is negative, divided by
+                    // `divider`'s multiply-high and shift (which an odd `t − 1` can defeat).
+                    if let Some((m, sh)) = divider(d as u16) {
+                        let t = (t2 - 2 * i64::from(e < 0)) as u64;
+                        assert_eq!(
+                            pil.clamp(0, 255) as u64,
+                            (t * m as u64) >> 16 >> sh,
+                            "{len}->{n} output {i}"
+                        );
+                    }
                     checked += 1;
                 }
             }
@@ -232,17 +245,18 @@ fn whole_blocks_give_pils_bytes() {
                             // Twice the weights (`Whole::k`): the sum from `D` is `2S + D`.
                             let d = wb.d[tb].0[lane] as u32;
                             let tt = (s + d as i32) as u32;
-                            let mut q = (tt * wb.mul[tb].0[lane] as u32) >> 16 >> wb.shift[tb].0[lane];
+                            // Less two where the remainders' sum is negative (the kernel's
+                            // `tie_sum`): one less on a tie, the same quotient off one.
+                            let q = ((tt - 2 * u32::from(e < 0)) * wb.mul[tb].0[lane] as u32)
+                                >> 16
+                                >> wb.shift[tb].0[lane];
                             assert!(wb.tied.contains(&(b as u32)) != wb.plain[b], "tied or plain");
                             assert!(
                                 wb.tied.contains(&(b as u32)) || e == 0,
                                 "remainders only in tied blocks"
                             );
                             assert!(e.abs() <= i16::MAX as i32, "the remainders' sum fits the kernel's i16");
-                            if q * 2 * d == tt && e < 0 {
-                                q -= 1;
-                                ties += 1;
-                            }
+                            ties += usize::from(tt.is_multiple_of(2 * d) && e < 0);
                             let k = g.members[m];
                             let pil = pil_byte(t, &row, plan.base[k][x] as usize, comps[k].step, x);
                             assert_eq!(q as i64, pil, "{format:?} {w}->{n} block {b} word {lane} output {x}");
@@ -356,13 +370,12 @@ fn avx2_whole_blocks_give_pils_bytes() {
                                         }
                                     }
                                 }
-                                let mut q = ((s as u32 * wb.mul[tb].0[lane] as u32) >> 16) >> wb.shift[tb];
-                                // A tie with a negative remainder sum (the tied blocks only).
+                                // Less two where the remainders' sum is negative (the tied
+                                // blocks only): one less on a tie.
+                                let t1 = s as u32 - 2 * u32::from(e < 0);
+                                let q = ((t1 * wb.mul[tb].0[lane] as u32) >> 16) >> wb.shift[tb];
                                 if wb.tied.contains(&(b as u32)) {
                                     tied += 1;
-                                    if q * 2 * wb.d[tb].0[lane] as u32 == s as u32 && e < 0 {
-                                        q -= 1;
-                                    }
                                 } else {
                                     assert_eq!(e, 0, "remainders only in the tied blocks");
                                 }
@@ -497,18 +510,17 @@ fn neon_tap_blocks_give_pils_bytes() {
                                     s += tb.k[j][o] as u32 * byte(j);
                                 }
                                 assert!(s < 1 << 16, "the u16 lanes never wrap");
-                                let mut q = ((s * tb.mul[o] as u32) >> 16) >> -tb.shift[o];
+                                // Less two where the remainders' sum is negative: one less on
+                                // a tie.
+                                let mut t1 = s;
                                 if !tb.n.is_empty() {
                                     let e: i32 =
                                         (0..wt.taps).map(|j| tb.n[j][o] as i32 * byte(j) as i32).sum();
                                     assert!(e.abs() <= i16::MAX as i32);
-                                    if q * 2 * tb.d[o] as u32 == s {
-                                        tied += 1;
-                                        if e < 0 {
-                                            q -= 1;
-                                        }
-                                    }
+                                    tied += usize::from(s.is_multiple_of(2 * tb.d[o] as u32));
+                                    t1 -= 2 * u32::from(e < 0);
                                 }
+                                let q = ((t1 * tb.mul[o] as u32) >> 16) >> -tb.shift[o];
                                 let x = b.x as usize + o;
                                 let pil = pil_byte(t, &row, plan.base[k][x] as usize, lead.step, x);
                                 assert_eq!(
