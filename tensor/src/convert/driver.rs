@@ -279,7 +279,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], ahead, asked| unsafe {
                         avx512::down_bytes(rows, k, whole, out, ahead, asked)
                     };
-                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down);
+                    let widen = |bytes: &[u8], out: &mut [f32]| unsafe { avx512::widen(bytes, out) };
+                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, widen);
                 } else if bytes_out {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, true, horiz, vertical_bytes!(avx512, u8));
                 } else {
@@ -304,7 +305,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], ahead, asked| unsafe {
                         avx2::down_bytes(rows, k, whole, out, ahead, asked)
                     };
-                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down);
+                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, multitap::widen);
                 } else if bytes_out {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vertical_bytes!(avx2, u8));
                 } else {
@@ -326,7 +327,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], _, _| unsafe {
                         neon::down_bytes(rows, k, whole, out)
                     };
-                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down);
+                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, multitap::widen);
                 } else if bytes_out {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vertical_bytes!(neon, u8));
                 } else {
@@ -336,7 +337,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
             // Blended down first where no level above took the row (the baseline): every byte by
             // the loops of `multitap::pil8_down_first`.
             if m.down_first && skip == 0 {
-                skip |= down_first_row(c, m, src, cy, s, |_| false, |_, _, _, _, _| 0, no_down);
+                skip |= down_first_row(c, m, src, cy, s, |_| false, |_, _, _, _, _| 0, no_down, multitap::widen);
             }
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
             if quads_bytes && boxes::quads_bytes_row(c, m, src, cy, s) {

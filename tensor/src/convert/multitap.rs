@@ -208,7 +208,7 @@ impl Sample for u8 {
 /// across into the members' bytes by PIL's horizontal pass (`horiz(g, rows, out, packed)`, whole
 /// blocks; where it has none for the group, `across(g, rows, out, packed)`, the f32 ring's
 /// blocks, into the components' rows; the loops here for the rest), which become the
-/// components' floats. `packed`: scratch for the kernels' packed rows. Every group, and
+/// components' floats (by `widen`). `packed`: scratch for the kernels' packed rows. Every group, and
 /// every level by the same integer passes: the same bytes. Groups of one plane with the same
 /// rows and weights share the row (YUY2's luma and chroma). Returns the groups (bit `g`) and
 /// the outputs `horiz` made.
@@ -225,6 +225,7 @@ pub(super) fn pil8_down_first(
     mut vert: impl FnMut(&[*const u8], &[i16], (u8, (u16, u16)), &mut [u8], usize, usize) -> usize,
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], &mut [u8]) -> usize,
     mut across: impl FnMut(usize, &[&[u8]], &[[*mut f32; 4]], &mut [u8]) -> usize,
+    widen: impl Fn(&[u8], &mut [f32]),
 ) -> (u32, u64) {
     let (mut groups, mut made) = (0u32, 0u64);
     let Ring { bytes: ring, down, down_sums, .. } = ring;
@@ -282,7 +283,9 @@ pub(super) fn pil8_down_first(
         for (t, &k) in targets.iter_mut().zip(&g.members) {
             *t = ring[k][..n].as_mut_ptr();
         }
-        let mut done = horiz(gi, &[v], &[targets], packed).min(n);
+        // (`from_ref`, not `&[targets]`: that copy's 32-byte load stalled on the four 8-byte
+        // stores just made, a tenth of the row driver's time in 1080p YUY2 `bilinear-antialias`.)
+        let mut done = horiz(gi, &[v], std::slice::from_ref(&targets), packed).min(n);
         // No byte blocks for the group at this level: the blocks of the f32 ring (PIL's bytes
         // as i32 bits, `pil_byte`) straight into the components' rows.
         let into_bytes = done != 0;
@@ -304,14 +307,21 @@ pub(super) fn pil8_down_first(
             pil_across(&m.base[k], cols, comps[k].step, v, filtered, done);
             let from = if into_bytes { 0 } else { done };
             if m.blended[k] {
-                for (o, &b) in out[k][from..n].iter_mut().zip(&filtered[from..]) {
-                    *o = b as f32;
-                }
+                widen(&filtered[from..], &mut out[k][from..n]);
             }
         }
         groups |= 1 << gi;
     }
     (groups, made)
+}
+
+/// A row of bytes as the components' floats, by the loop: `pil8_down_first`'s `widen` where the
+/// level has no kernel for it.
+#[inline(always)]
+pub(super) fn widen(bytes: &[u8], out: &mut [f32]) {
+    for (o, &b) in out.iter_mut().zip(bytes) {
+        *o = b as f32;
+    }
 }
 
 /// PIL's horizontal pass of one member by the loops: `out[x]` for `x` from `from` on, from

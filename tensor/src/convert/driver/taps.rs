@@ -615,7 +615,8 @@ pub(super) fn byte_ring_row<T: multitap::Sample>(
 
 /// Output row `cy` of PIL's filters blended down first (`multitap::pil8_down_first`): the level's
 /// `horiz` for the groups it `takes` (as `byte_ring_row`'s; the f32 ring's blocks take the
-/// others) and `vert` (0 where it has no kernel). Returns the groups done.
+/// others), `vert` (0 where it has no kernel) and `widen` (`multitap::widen` where it has none).
+/// Returns the groups done.
 /// (Inlined into the row driver's level function: called across modules, the call cost 1080p YUY2
 /// `bilinear-antialias` 8 % at AVX-512, 0.374–0.390 → 0.412–0.422 ms on 8 frames.)
 #[inline(always)]
@@ -629,6 +630,7 @@ pub(super) fn down_first_row(
     takes: impl Fn(usize) -> bool,
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize, &mut [u8]) -> usize,
     vert: impl FnMut(&[*const u8], &[i16], (u8, (u16, u16)), &mut [u8], usize, usize) -> usize,
+    widen: impl Fn(&[u8], &mut [f32]),
 ) -> u32 {
     let bytes = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], packed: &mut [u8]| match takes(g) {
         true => horiz(g, rows, out, 0, packed),
@@ -639,7 +641,7 @@ pub(super) fn down_first_row(
     };
     let (ring, comps, packed) = (&mut s.ring, &mut s.comps, &mut s.packed_rows[..]);
     let (groups, made) =
-        multitap::pil8_down_first(m, &c.comps, &src.planes, cy, ring, comps, packed, vert, bytes, across);
+        multitap::pil8_down_first(m, &c.comps, &src.planes, cy, ring, comps, packed, vert, bytes, across, widen);
     s.counts.sampled += made;
     groups
 }
