@@ -231,7 +231,7 @@ fn frames_ending_at_their_last_pixel() {
 /// Every kernel level stores the same bytes: for every input format, output type, layout and
 /// normalization (colourspaces in turn), on an exact 2x upscale (taps a quarter and three
 /// quarters between samples, so many values land exactly on .5 and the rounding rule decides)
-/// and a letterboxed downscale by a non-integer ratio; bilinear at every output type, the
+/// a letterboxed downscale by a non-integer ratio and an exact 3×; bilinear at every output type, the
 /// multi-tap filters at those with a fused finish (the levels differ in the finish alone).
 #[test]
 fn every_level_gives_the_same_bytes() {
@@ -247,6 +247,8 @@ fn every_level_gives_the_same_bytes() {
                 (Frame::random(format, 37, 23, 400 + i as u64), (29, 17), FitMode::Letterbox),
                 // Past 2×: four-byte pixels with both taps take windows of one output.
                 (Frame::random(format, 101, 31, 500 + i as u64), (40, 12), FitMode::Stretch),
+                // 3×, rows wide enough for AVX-512's whole-weight blocks (32 outputs a block).
+                (Frame::random(format, 192, 48, 600 + i as u64), (64, 16), FitMode::Stretch),
             ];
             for (frame, (w, h), fit) in &cases {
                 for (k, &dtype) in dtypes.iter().enumerate() {

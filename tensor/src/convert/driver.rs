@@ -337,7 +337,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
             // Blended down first where no level above took the row (the baseline): every byte by
             // the loops of `multitap::pil8_down_first`.
             if m.down_first && skip == 0 {
-                skip |= down_first_row(c, m, src, cy, s, |_| false, |_, _, _, _, _| 0, no_down, multitap::widen);
+                skip |=
+                    down_first_row(c, m, src, cy, s, |_| false, |_, _, _, _, _| 0, no_down, multitap::widen);
             }
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
             if quads_bytes && boxes::quads_bytes_row(c, m, src, cy, s) {

@@ -640,8 +640,19 @@ pub(super) fn down_first_row(
         multitap_horizontal(c, m, g, rows, out, 0, packed)
     };
     let (ring, comps, packed) = (&mut s.ring, &mut s.comps, &mut s.packed_rows[..]);
-    let (groups, made) =
-        multitap::pil8_down_first(m, &c.comps, &src.planes, cy, ring, comps, packed, vert, bytes, across, widen);
+    let (groups, made) = multitap::pil8_down_first(
+        m,
+        &c.comps,
+        &src.planes,
+        cy,
+        ring,
+        comps,
+        packed,
+        vert,
+        bytes,
+        across,
+        widen,
+    );
     s.counts.sampled += made;
     groups
 }
