@@ -1,6 +1,6 @@
 //! The AVX2 level's PIL vertical pass over the byte ring (`multitap::pil8_row`).
 
-use super::whole::mulhi;
+use super::whole::{mulhi, tie_sum};
 use crate::convert::hint::{prefetch, Trickle};
 use crate::convert::plan::{WholeRow, PIL_HALF, PIL_SHIFT};
 use std::arch::x86_64::*;
@@ -65,17 +65,21 @@ unsafe fn vertical_bytes_of<O: Out, const ASK: bool>(
     mut ahead: Trickle,
 ) -> usize {
     let o = out.as_mut_ptr();
-    // (A tied row, `WholeRow::n`, by PIL's sums.)
-    match whole.and_then(WholeRow::untied) {
-        // Doubled weights that are signed bytes: `pmaddubsw` over each row's even and odd bytes.
-        Some(WholeRow { k, d, div, .. })
-            if k.len() <= rows.len() && k.iter().all(|&k| (0..=63).contains(&k)) =>
-        {
+    // Doubled weights that are signed bytes: `pmaddubsw` over each row's even and odd bytes; a
+    // tied row (`WholeRow::n`) with its remainders' sums beside, up to eight rows (the others by
+    // PIL's sums below).
+    let fits = |w: &WholeRow| {
+        w.k.len() <= rows.len()
+            && w.k.iter().all(|&k| (0..=63).contains(&k))
+            && (w.n.is_empty() || (w.n.len() == w.k.len() && w.k.len() <= 8))
+    };
+    match whole.filter(fits) {
+        Some(WholeRow { k, d, div, n: ties }) => {
             let rows = &rows[..k.len()];
             macro_rules! taps {
                 ($($t:literal)*) => {
                     match rows.len() {
-                        $($t => unsafe { match O::BYTES { true => halves::<$t, ASK, true>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead, (0, 0)), false => halves::<$t, ASK, false>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead, (0, 0)) } },)*
+                        $($t => unsafe { match O::BYTES { true => halves::<$t, ASK, true>(rows, k, ties, d, div, o as *mut u8, out.len(), &mut ahead, (0, 0)), false => halves::<$t, ASK, false>(rows, k, ties, d, div, o as *mut u8, out.len(), &mut ahead, (0, 0)) } },)*
                         _ => unsafe { match O::BYTES { true => halves_any::<ASK, true>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead, (0, 0)), false => halves_any::<ASK, false>(rows, k, d, div, o as *mut u8, out.len(), &mut ahead, (0, 0)) } },
                     }
                 };
@@ -111,13 +115,17 @@ unsafe fn vertical_bytes_of<O: Out, const ASK: bool>(
 /// 32 bytes into two `pmaddubsw`, one weighting the even bytes (`(2k, 0)`), one the odd
 /// (`(0, 2k)`), the sums started at `D` (`2S + D`, below 2^16: u16 lanes wrap nowhere), then
 /// `⌊t / 2D⌋` by a multiply-high and one shift for the row; the quotients' bytes back in order
-/// and widened to floats, or (`BYTES`, `o` a row of bytes) stored as they are. Returns the
-/// outputs written.
+/// and widened to floats, or (`BYTES`, `o` a row of bytes) stored as they are. With `ties` (a
+/// row whole only with ties, `weights::pil_tied`: its remainders, signed bytes) the
+/// remainders' sums beside, by two more `pmaddubsw` a row, and `t` less two where they are
+/// negative (`whole::tie_sum`): 900p NV12's chroma rows at 1.25× are tied every other row, and
+/// PIL's i32 sums took those eight outputs a step. Returns the outputs written.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn halves<const N: usize, const ASK: bool, const BYTES: bool>(
     rows: &[*const u8],
     k: &[i16],
+    ties: &[i8],
     d: u8,
     div: (u16, u16),
     o: *mut u8,
@@ -126,12 +134,26 @@ unsafe fn halves<const N: usize, const ASK: bool, const BYTES: bool>(
     own: (usize, usize),
 ) -> usize {
     let at: [*const u8; N] = std::array::from_fn(|j| rows[j]);
-    let (mut even, mut odd) = ([_mm256_setzero_si256(); N], [_mm256_setzero_si256(); N]);
+    let zero = _mm256_setzero_si256();
+    let (mut even, mut odd) = ([zero; N], [zero; N]);
+    let (mut tie_even, mut tie_odd) = ([zero; N], [zero; N]);
     for j in 0..N {
         even[j] = _mm256_set1_epi16(2 * k[j]);
         odd[j] = _mm256_set1_epi16((2 * k[j]) << 8);
+        if let Some(&t) = ties.get(j) {
+            tie_even[j] = _mm256_set1_epi16(t as u8 as i16);
+            tie_odd[j] = _mm256_set1_epi16((t as u8 as i16) << 8);
+        }
     }
-    unsafe { halves_loop::<ASK, BYTES>(&at, &even, &odd, d, div, o, len, ahead, own) }
+    let tied = (&tie_even[..], &tie_odd[..]);
+    match ties.is_empty() {
+        true => unsafe {
+            halves_loop::<ASK, BYTES, false>(&at, &even, &odd, tied, d, div, o, len, ahead, own)
+        },
+        false => unsafe {
+            halves_loop::<ASK, BYTES, true>(&at, &even, &odd, tied, d, div, o, len, ahead, own)
+        },
+    }
 }
 
 /// `halves` for any number of rows up to 64 (`multitap::VTAPS`).
@@ -153,15 +175,29 @@ unsafe fn halves_any<const ASK: bool, const BYTES: bool>(
         even[j] = _mm256_set1_epi16(2 * k[j]);
         odd[j] = _mm256_set1_epi16((2 * k[j]) << 8);
     }
-    unsafe { halves_loop::<ASK, BYTES>(&rows[..n], &even[..n], &odd[..n], d, div, o, len, ahead, own) }
+    unsafe {
+        halves_loop::<ASK, BYTES, false>(
+            &rows[..n],
+            &even[..n],
+            &odd[..n],
+            (&[], &[]),
+            d,
+            div,
+            o,
+            len,
+            ahead,
+            own,
+        )
+    }
 }
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn halves_loop<const ASK: bool, const BYTES: bool>(
+unsafe fn halves_loop<const ASK: bool, const BYTES: bool, const TIE: bool>(
     rows: &[*const u8],
     even: &[__m256i],
     odd: &[__m256i],
+    (tie_even, tie_odd): (&[__m256i], &[__m256i]),
     d: u8,
     (mul, shift): (u16, u16),
     o: *mut u8,
@@ -186,10 +222,23 @@ unsafe fn halves_loop<const ASK: bool, const BYTES: bool>(
         }
         unsafe {
             let (mut e, mut h) = (dv, dv);
-            for ((&r, &ev), &od) in rows.iter().zip(even).zip(odd) {
-                let v = _mm256_loadu_si256(r.add(x) as *const __m256i);
-                e = _mm256_add_epi16(e, _mm256_maddubs_epi16(v, ev));
-                h = _mm256_add_epi16(h, _mm256_maddubs_epi16(v, od));
+            if TIE {
+                let (mut te, mut th) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+                let ties = tie_even.iter().zip(tie_odd);
+                for (((&r, &ev), &od), (&tev, &tod)) in rows.iter().zip(even).zip(odd).zip(ties) {
+                    let v = _mm256_loadu_si256(r.add(x) as *const __m256i);
+                    e = _mm256_add_epi16(e, _mm256_maddubs_epi16(v, ev));
+                    h = _mm256_add_epi16(h, _mm256_maddubs_epi16(v, od));
+                    te = _mm256_add_epi16(te, _mm256_maddubs_epi16(v, tev));
+                    th = _mm256_add_epi16(th, _mm256_maddubs_epi16(v, tod));
+                }
+                (e, h) = (tie_sum(e, te), tie_sum(h, th));
+            } else {
+                for ((&r, &ev), &od) in rows.iter().zip(even).zip(odd) {
+                    let v = _mm256_loadu_si256(r.add(x) as *const __m256i);
+                    e = _mm256_add_epi16(e, _mm256_maddubs_epi16(v, ev));
+                    h = _mm256_add_epi16(h, _mm256_maddubs_epi16(v, od));
+                }
             }
             let qe = _mm256_srl_epi16(mulhi(e, mulv), count);
             let qo = _mm256_srl_epi16(mulhi(h, mulv), count);
@@ -234,7 +283,7 @@ pub(in crate::convert) unsafe fn down_bytes(
     macro_rules! taps {
         ($($t:literal)*) => {
             match k.len() {
-                $($t => unsafe { halves::<$t, false, true>(rows, k, d, div, o, len, &mut none, (ahead, asked)) },)*
+                $($t => unsafe { halves::<$t, false, true>(rows, k, &[], d, div, o, len, &mut none, (ahead, asked)) },)*
                 _ => unsafe { halves_any::<false, true>(rows, k, d, div, o, len, &mut none, (ahead, asked)) },
             }
         };
@@ -245,6 +294,20 @@ pub(in crate::convert) unsafe fn down_bytes(
 #[cfg(test)]
 mod tests {
     use super::WholeRow;
+
+    /// Rows whole only with ties give PIL's byte through `halves`' remainder sums
+    /// (`plan::check_tied_rows`).
+    #[test]
+    fn tied_rows_give_pils_bytes() {
+        if !super::super::detect() {
+            return;
+        }
+        crate::convert::plan::check_tied_rows(
+            |at, wi, w, out| unsafe { super::vertical_bytes(at, wi, Some(w), out, super::Trickle::NONE) },
+            |at, wi, w, out| unsafe { super::vertical_bytes(at, wi, Some(w), out, super::Trickle::NONE) },
+            32,
+        );
+    }
 
     /// The vertical pass gives PIL's byte, `⌊(Σ wi · b + 2^21) / 2^22⌋`: with whole weights
     /// (`wi = 2^22 k / D` rounded, `weights::pil_whole`: 3×'s and 2.5×'s triangles, one to nine

@@ -171,12 +171,8 @@ unsafe fn whole_block<const L: usize, const M: usize, const R: usize, const TIE:
         let count = _mm_cvtsi64_si128(*plan.shift.get_unchecked(t) as i64);
         let mut q = [d; R];
         for i in 0..R {
-            // A tie (`t = 2D · q`) whose remainders' sum is negative is one less: `t` less two
-            // there (`weights::pil_tied`), then ⌊⌊t · m / 2^16⌋ / 2^s⌋.
-            let t = match TIE {
-                true => _mm256_add_epi16(s[i], _mm256_slli_epi16::<1>(_mm256_srai_epi16::<15>(e[i]))),
-                false => s[i],
-            };
+            // ⌊⌊t · m / 2^16⌋ / 2^s⌋, `t` less two on a negative remainder sum (`tie_sum`).
+            let t = if TIE { tie_sum(s[i], e[i]) } else { s[i] };
             q[i] = _mm256_srl_epi16(mulhi(t, mul), count);
         }
         store_block::<M, R>(&q, out, b);
@@ -313,6 +309,14 @@ unsafe fn store_block<const M: usize, const R: usize>(q: &[__m256i; R], out: &[[
             i += 2;
         }
     }
+}
+
+/// `2S + D` (`s`) of tied weights less two where the remainders' sum `e` is negative: its
+/// quotient by `2D` is PIL's byte (`weights::pil_tied`: one less on a tie, `t = 2D · q`).
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(super) unsafe fn tie_sum(s: __m256i, e: __m256i) -> __m256i {
+    _mm256_add_epi16(s, _mm256_slli_epi16::<1>(_mm256_srai_epi16::<15>(e)))
 }
 
 /// `pmulhuw` as the instruction: from the intrinsic, LLVM widened the sums to dwords, multiplied

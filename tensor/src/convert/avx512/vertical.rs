@@ -488,80 +488,17 @@ unsafe fn whole_store<O: Out>(t: __m512i, mul: __m512i, shift: __m512i, o: *mut 
 mod tests {
     use super::WholeRow;
 
-    /// Rows whole only with ties (`weights::pil_tied`) give PIL's byte through `vertical_halves`'
-    /// remainder sums: the rows of the 1.25× triangle (900p NV12's chroma → 640: 7, 5 over 12
-    /// every other row), of 2.5×'s edges and of an upscale (80 → 170), PIL's 2^-22 weights
-    /// from the plan, random rows and the extremes, stored as floats and as bytes; ties with a
-    /// negative remainder sum are met (each one less than `⌊(2S + D) / 2D⌋`), and the outputs
-    /// past the 64-output steps are left to PIL's sums (not written).
+    /// Rows whole only with ties give PIL's byte through `vertical_halves`' remainder sums
+    /// (`plan::check_tied_rows`).
     #[test]
     fn tied_rows_give_pils_bytes() {
-        use crate::convert::plan::{multi_axis, Filter, MultiTap};
         if !super::super::detect() {
             return;
         }
-        let f = Filter::of(crate::preprocess::Interpolation::BilinearAntialias, true).unwrap();
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let (mut rows_tied, mut checked, mut down) = (0, 0, 0);
-        for (n, len) in [(360, 450), (360, 900), (100, 333), (170, 80)] {
-            let t = multi_axis(n, 0, len, 1, 0, len - 1, f, 0.0);
-            let comps = [crate::convert::plan::Comp { plane: 0, offset: 0, step: 1, chroma: false }];
-            let m = MultiTap::new([t.clone(), t.clone()], [t.clone(), t.clone()], &comps, [len, 0, 0], true);
-            for y in 0..n {
-                let Some(w) = m.whole_row(0, y).filter(|w| !w.n.is_empty()) else { continue };
-                rows_tied += 1;
-                let wi = &t.wi[y * t.taps..][..t.taps];
-                for (width, round) in [(640, 0), (640, 1), (640, 2), (700, 3)] {
-                    let rows: Vec<Vec<u8>> = (0..t.taps)
-                        .map(|j| {
-                            (0..width)
-                                .map(|x| match round {
-                                    0 => 255 * ((x + j) % 2) as u8,
-                                    1 => (x % 256) as u8,
-                                    _ => next() as u8,
-                                })
-                                .collect()
-                        })
-                        .collect();
-                    let at: Vec<*const u8> = rows.iter().map(|r| r.as_ptr()).collect();
-                    let mut out = vec![-1f32; width];
-                    let mut bytes = vec![0xa5u8; width];
-                    let done =
-                        unsafe { super::vertical_bytes(&at, wi, Some(w), &mut out, super::Trickle::NONE) };
-                    let done8 =
-                        unsafe { super::vertical_bytes(&at, wi, Some(w), &mut bytes, super::Trickle::NONE) };
-                    assert_eq!((done, done8), (width / 64 * 64, width / 64 * 64), "row {y}");
-                    for x in 0..width {
-                        if x >= done {
-                            assert_eq!((out[x], bytes[x]), (-1.0, 0xa5), "nothing past the steps");
-                            continue;
-                        }
-                        let b = |j: usize| rows[j][x] as i64;
-                        let acc: i64 = (0..t.taps).map(|j| wi[j] as i64 * b(j)).sum();
-                        let pil = ((acc + (1 << 21)) >> 22).clamp(0, 255);
-                        assert_eq!(
-                            (out[x], bytes[x]),
-                            (pil as f32, pil as u8),
-                            "{len}->{n} row {y} output {x}"
-                        );
-                        let s: i64 = w.k.iter().enumerate().map(|(j, &k)| k as i64 * b(j)).sum();
-                        let e: i64 = w.n.iter().enumerate().map(|(j, &r)| r as i64 * b(j)).sum();
-                        let d = w.d as i64;
-                        down += usize::from((2 * s + d) % (2 * d) == 0 && e < 0);
-                        checked += 1;
-                    }
-                }
-            }
-        }
-        assert!(
-            rows_tied > 150 && checked > 100_000 && down > 1000,
-            "{rows_tied} rows, {checked}, {down} ties"
+        crate::convert::plan::check_tied_rows(
+            |at, wi, w, out| unsafe { super::vertical_bytes(at, wi, Some(w), out, super::Trickle::NONE) },
+            |at, wi, w, out| unsafe { super::vertical_bytes(at, wi, Some(w), out, super::Trickle::NONE) },
+            64,
         );
     }
 
