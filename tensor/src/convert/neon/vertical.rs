@@ -23,17 +23,26 @@ pub(in crate::convert) unsafe fn vertical_bytes<O: Out>(
     mut ahead: Trickle,
 ) -> usize {
     let o = out.as_mut_ptr();
-    // (A tied row, `WholeRow::n`, by PIL's sums.)
-    match whole.and_then(WholeRow::untied) {
-        Some(WholeRow { k, d, div, .. }) if k.len() <= rows.len() => {
+    let fits = |w: &WholeRow| w.k.len() <= rows.len() && (w.n.is_empty() || w.n.len() == w.k.len());
+    match whole.filter(fits) {
+        // A tied row (`WholeRow::n`) through the steps of any number of rows, its remainders'
+        // sums beside (two instances, not sixteen more).
+        Some(WholeRow { k, d, div, n: ties }) if !ties.is_empty() => {
+            let (b, len) = (o as *mut u8, out.len());
+            match O::BYTES {
+                false => unsafe { halves::<0, false, true>(rows, k, ties, d, div, b, len, &mut ahead) },
+                true => unsafe { halves::<0, true, true>(rows, k, ties, d, div, b, len, &mut ahead) },
+            }
+        }
+        Some(WholeRow { k, d, div, .. }) => {
             let (b, len) = (o as *mut u8, out.len());
             macro_rules! taps {
                 ($($t:literal)*) => {
                     match (k.len(), O::BYTES) {
-                        $(($t, false) => unsafe { halves::<$t, false>(rows, k, d, div, b, len, &mut ahead) },)*
-                        $(($t, true) => unsafe { halves::<$t, true>(rows, k, d, div, b, len, &mut ahead) },)*
-                        (_, false) => unsafe { halves::<0, false>(rows, k, d, div, b, len, &mut ahead) },
-                        (_, true) => unsafe { halves::<0, true>(rows, k, d, div, b, len, &mut ahead) },
+                        $(($t, false) => unsafe { halves::<$t, false, false>(rows, k, &[], d, div, b, len, &mut ahead) },)*
+                        $(($t, true) => unsafe { halves::<$t, true, false>(rows, k, &[], d, div, b, len, &mut ahead) },)*
+                        (_, false) => unsafe { halves::<0, false, false>(rows, k, &[], d, div, b, len, &mut ahead) },
+                        (_, true) => unsafe { halves::<0, true, false>(rows, k, &[], d, div, b, len, &mut ahead) },
                     }
                 };
             }
@@ -93,11 +102,15 @@ impl Out for u8 {
 /// 0: any number, up to `multitap::VTAPS`, from memory), their quotients as floats at `o`, or
 /// (`BYTES`) as bytes. One body per `N`, not inlined (a call per member and output row). The
 /// asking goes through a copy of `ahead`: through the reference, each step's asking stored it
-/// back.
+/// back. With `TIE` (a row whole only with ties, `weights::pil_tied`: the remainders `ties`)
+/// the remainders' sums beside, in i16, and `t` less two where they are negative (PIL's byte
+/// one less on a tie, as `whole::tap_blocks`).
 #[inline(never)]
-unsafe fn halves<const N: usize, const BYTES: bool>(
+#[allow(clippy::too_many_arguments)]
+unsafe fn halves<const N: usize, const BYTES: bool, const TIE: bool>(
     rows: &[*const u8],
     k: &[i16],
+    ties: &[i8],
     d: u8,
     (mul, shift): (u16, u16),
     o: *mut u8,
@@ -108,9 +121,13 @@ unsafe fn halves<const N: usize, const BYTES: bool>(
     assert!(taps <= k.len() && taps <= rows.len());
     // Twice the weights, as bytes (`k ≤ D ≤ WHOLE_MAX`).
     let (mut kk, mut at) = ([vdupq_n_u8(0); 64], [std::ptr::null::<u8>(); 64]);
+    let mut nn = [0i16; 64];
     for j in 0..taps {
         kk[j] = vdupq_n_u8((2 * k[j]) as u8);
         at[j] = rows[j];
+        if TIE {
+            nn[j] = ties[j] as i16;
+        }
     }
     let n = len / 16 * 16;
     let mut asking = *ahead;
@@ -128,10 +145,20 @@ unsafe fn halves<const N: usize, const BYTES: bool>(
                 lo[c] = vmlal_u8(lo[c], vget_low_u8(v), vget_low_u8(kk[j]));
                 hi[c] = umlal2(hi[c], v, kk[j]);
             }
-            let (lo, hi) = match chains {
+            let (mut lo, mut hi) = match chains {
                 1 => (lo[0], hi[0]),
                 _ => (vaddq_u16(lo[0], lo[1]), vaddq_u16(hi[0], hi[1])),
             };
+            if TIE {
+                let (mut e0, mut e1) = (vdupq_n_s16(0), vdupq_n_s16(0));
+                for j in 0..taps {
+                    let v = vld1q_u8(at[j].add(x));
+                    e0 = vmlaq_n_s16(e0, vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(v))), nn[j]);
+                    e1 = vmlaq_n_s16(e1, vreinterpretq_s16_u16(vmovl_high_u8(v)), nn[j]);
+                }
+                lo = vaddq_u16(lo, vshlq_n_u16::<1>(vcltzq_s16(e0)));
+                hi = vaddq_u16(hi, vshlq_n_u16::<1>(vcltzq_s16(e1)));
+            }
             if BYTES {
                 let (lo, hi) = (divide(lo, m, s), divide(hi, m, s));
                 vst1q_u8(o.add(x), vcombine_u8(vmovn_u16(lo), vmovn_u16(hi)));
@@ -169,8 +196,8 @@ pub(in crate::convert) unsafe fn down_bytes(
     macro_rules! taps {
         ($($t:literal)*) => {
             match k.len() {
-                $($t => unsafe { halves::<$t, true>(rows, k, d, div, o, len, &mut none) },)*
-                _ => unsafe { halves::<0, true>(rows, k, d, div, o, len, &mut none) },
+                $($t => unsafe { halves::<$t, true, false>(rows, k, &[], d, div, o, len, &mut none) },)*
+                _ => unsafe { halves::<0, true, false>(rows, k, &[], d, div, o, len, &mut none) },
             }
         };
     }
@@ -180,6 +207,17 @@ pub(in crate::convert) unsafe fn down_bytes(
 #[cfg(test)]
 mod tests {
     use super::{vertical_bytes, Trickle, WholeRow};
+
+    /// Rows whole only with ties give PIL's byte through `halves`' remainder sums
+    /// (`plan::check_tied_rows`).
+    #[test]
+    fn tied_rows_give_pils_bytes() {
+        crate::convert::plan::check_tied_rows(
+            |at, wi, w, out| unsafe { vertical_bytes(at, wi, Some(w), out, Trickle::NONE) },
+            |at, wi, w, out| unsafe { vertical_bytes(at, wi, Some(w), out, Trickle::NONE) },
+            16,
+        );
+    }
 
     /// The vertical pass gives PIL's byte, `⌊(Σ wi · b + 2^21) / 2^22⌋`: with whole weights
     /// (`wi = 2^22 k / D` rounded, `weights::pil_whole`: 3×'s and 2.5×'s triangles, one to nine

@@ -653,5 +653,5 @@ pub(super) use group_dispatch;
 mod tests;
 #[cfg(test)]
 mod whole_tests;
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub(super) use whole_tests::check_tied_rows;

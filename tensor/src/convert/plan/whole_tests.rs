@@ -553,7 +553,7 @@ fn neon_tap_blocks_give_pils_bytes() {
 /// row), of 2.5×'s edges and of an upscale (80 → 170), PIL's 2^-22 weights from the plan, random
 /// rows and the extremes; ties with a negative remainder sum are met (each one less than `⌊(2S +
 /// D) / 2D⌋`), and the outputs past the level's `step` are left to PIL's sums (not written).
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
 pub(in crate::convert) fn check_tied_rows(
     f32: impl Fn(&[*const u8], &[i32], WholeRow, &mut [f32]) -> usize,
     u8: impl Fn(&[*const u8], &[i32], WholeRow, &mut [u8]) -> usize,
