@@ -302,11 +302,7 @@ mod tests {
         if !super::super::detect() {
             return;
         }
-        crate::convert::plan::check_tied_rows(
-            |at, wi, w, out| unsafe { super::vertical_bytes(at, wi, Some(w), out, super::Trickle::NONE) },
-            |at, wi, w, out| unsafe { super::vertical_bytes(at, wi, Some(w), out, super::Trickle::NONE) },
-            32,
-        );
+        crate::convert::plan::check_tied_rows_of!(super::vertical_bytes, 32);
     }
 
     /// The vertical pass gives PIL's byte, `⌊(Σ wi · b + 2^21) / 2^22⌋`: with whole weights

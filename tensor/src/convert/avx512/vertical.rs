@@ -495,11 +495,7 @@ mod tests {
         if !super::super::detect() {
             return;
         }
-        crate::convert::plan::check_tied_rows(
-            |at, wi, w, out| unsafe { super::vertical_bytes(at, wi, Some(w), out, super::Trickle::NONE) },
-            |at, wi, w, out| unsafe { super::vertical_bytes(at, wi, Some(w), out, super::Trickle::NONE) },
-            64,
-        );
+        crate::convert::plan::check_tied_rows_of!(super::vertical_bytes, 64);
     }
 
     /// The vertical pass with whole weights gives PIL's byte, `⌊(Σ wi · b + 2^21) / 2^22⌋` with

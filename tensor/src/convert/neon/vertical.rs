@@ -212,11 +212,7 @@ mod tests {
     /// (`plan::check_tied_rows`).
     #[test]
     fn tied_rows_give_pils_bytes() {
-        crate::convert::plan::check_tied_rows(
-            |at, wi, w, out| unsafe { vertical_bytes(at, wi, Some(w), out, Trickle::NONE) },
-            |at, wi, w, out| unsafe { vertical_bytes(at, wi, Some(w), out, Trickle::NONE) },
-            16,
-        );
+        crate::convert::plan::check_tied_rows_of!(super::vertical_bytes, 16);
     }
 
     /// The vertical pass gives PIL's byte, `⌊(Σ wi · b + 2^21) / 2^22⌋`: with whole weights

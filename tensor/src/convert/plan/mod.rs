@@ -654,4 +654,4 @@ mod tests;
 #[cfg(test)]
 mod whole_tests;
 #[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
-pub(super) use whole_tests::check_tied_rows;
+pub(super) use whole_tests::{check_tied_rows, check_tied_rows_of};

@@ -607,3 +607,18 @@ pub(in crate::convert) fn check_tied_rows(
     }
     assert!(rows_tied > 150 && checked > 100_000 && down > 1000, "{rows_tied} rows, {checked}, {down} ties");
 }
+
+/// `check_tied_rows` over a level's `vertical_bytes` (`$vertical`, into floats and into bytes),
+/// whose whole steps are `$step` outputs.
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_macros))]
+macro_rules! check_tied_rows_of {
+    ($vertical:path, $step:expr) => {
+        $crate::convert::plan::check_tied_rows(
+            |at, wi, w, out| unsafe { $vertical(at, wi, Some(w), out, $crate::convert::hint::Trickle::NONE) },
+            |at, wi, w, out| unsafe { $vertical(at, wi, Some(w), out, $crate::convert::hint::Trickle::NONE) },
+            $step,
+        )
+    };
+}
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_imports))]
+pub(in crate::convert) use check_tied_rows_of;
