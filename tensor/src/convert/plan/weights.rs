@@ -450,9 +450,7 @@ impl MultiTap {
         // ((0, 0): none).
         let row_ties: [Vec<Option<Tied>>; 2] = [0, 1].map(|a| {
             let t = &rows[a];
-            (0..t.d.len())
-                .map(|y| (t.d[y] == 0).then(|| pil_tied(&t.wi[y * t.taps..][..t.taps])).flatten())
-                .collect()
+            whole_outputs(t).into_iter().zip(&t.d).map(|(w, &d)| w.filter(|_| d == 0)).collect()
         });
         let row_div = [0, 1].map(|a| {
             let mut known = std::collections::HashMap::new();
@@ -497,7 +495,8 @@ impl MultiTap {
 
 /// One output row's whole weights for the vertical passes (`MultiTap::whole_row`): `k / D`,
 /// `D`'s divider (`whole::divider`) and, for a row whole only with ties (`pil_tied`), the
-/// remainders `n`. The vertical kernels that take no ties leave a row with `n` to PIL's sums.
+/// remainders `n`. The passes straight over the frame's rows (`down_bytes`, PIL's filters
+/// blended down first) take no ties: such a row goes to PIL's sums there.
 #[derive(Debug, Clone, Copy)]
 pub(in crate::convert) struct WholeRow<'a> {
     pub(in crate::convert) k: &'a [i16],
@@ -508,7 +507,7 @@ pub(in crate::convert) struct WholeRow<'a> {
 }
 
 impl WholeRow<'_> {
-    /// Whole without ties: what the kernels that take no remainders need.
+    /// Whole without ties: what the passes that take no remainders need.
     pub(in crate::convert) fn untied(self) -> Option<Self> {
         self.n.is_empty().then_some(self)
     }
