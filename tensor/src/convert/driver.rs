@@ -498,13 +498,12 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                 // Both planes are read straight, so no part of `ahead` is left to ask for.
                 s.counts.sampled += made;
             }
-            // A plane's lines asked for by its first group alone (`DirectRows::asked_already`).
+            // A plane's lines asked for by its first group alone (`DirectRows::first_asks`).
             let mut asked = 0u8;
             #[cfg(target_arch = "x86_64")]
             for g in c.groups.iter().filter(|_| paired.is_none()) {
                 if let Some(d) = direct[g.plane] {
-                    let d = if asked & (1 << g.plane) != 0 { d.asked_already() } else { d };
-                    asked |= 1 << g.plane;
+                    let d = d.first_asks(g.plane, &mut asked);
                     let DirectRows { r0, r1, wy, shuffled, next } = d;
                     let (wx, wq, single) = group_weights(c, g);
                     let columns = match (&g.permute, &g.shuffle) {
@@ -530,8 +529,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
             #[cfg(target_arch = "aarch64")]
             for g in &c.groups {
                 if let (Some(d), Some(plan)) = (direct[g.plane], &g.shuffle) {
-                    let d = if asked & (1 << g.plane) != 0 { d.asked_already() } else { d };
-                    asked |= 1 << g.plane;
+                    let d = d.first_asks(g.plane, &mut asked);
                     let (wx, wq, single) = group_weights(c, g);
                     let columns = neon::sample(d.row(g, plan, wq, single), wx, &mut s.comps);
                     s.counts.sampled += (columns * g.members.len()) as u64;

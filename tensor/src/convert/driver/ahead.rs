@@ -39,6 +39,19 @@ impl<'a> DirectRows<'a> {
         Self { next: [0; 2], ..self }
     }
 
+    /// These rows for a group of `plane`, asking for their lines only where no group before it
+    /// on the plane did (`asked`: a bit per plane, set here).
+    #[inline(always)]
+    pub(super) fn first_asks(self, plane: usize, asked: &mut u8) -> Self {
+        let before = *asked & (1 << plane) != 0;
+        *asked |= 1 << plane;
+        if before {
+            self.asked_already()
+        } else {
+            self
+        }
+    }
+
     /// The rows as group `g`'s kernels take them, with the level's `plan` and the group's weight
     /// pairs `wq`, `single` where its taps are on samples.
     pub(super) fn row<P>(&self, g: &'a Group, plan: &'a P, wq: &'a [u32], single: bool) -> SampleRow<'a, P> {
