@@ -339,3 +339,20 @@ unsafe fn pixels<const K: u8, const CS: u8, const OUT: u8>(
         }
     }
 }
+
+/// The bytes of `ctl` (a two-window control: bit 6 the window) that pick from the second.
+#[inline(always)]
+pub(super) unsafe fn second_window(ctl: __m512i) -> __mmask64 {
+    _mm512_movepi8_mask(_mm512_slli_epi16::<1>(ctl))
+}
+
+/// `permutex2var(a, ctl, c)` as two one-table `vpermb`, the second merged under `hi`
+/// (`second_window(ctl)`): a `vpermt2b` costs the Intel Xeon here as much as two `vpermb` and
+/// more (docs/benchmark-log.md, twenty-second section). In PIL's whole blocks (held tables),
+/// the element's 1080p NV12 `bilinear-antialias` on 8 camera frames went 0.280–0.283 →
+/// 0.267–0.268 ms, 900p 0.302–0.312 → 0.293–0.299, RGBA 0.438–0.452 → 0.430–0.431 (two runs
+/// alternated). Not measured on Zen.
+#[inline(always)]
+pub(super) unsafe fn pick_two(a: __m512i, c: __m512i, ctl: __m512i, hi: __mmask64) -> __m512i {
+    _mm512_mask_permutexvar_epi8(_mm512_permutexvar_epi8(ctl, a), hi, ctl, c)
+}

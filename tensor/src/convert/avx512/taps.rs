@@ -5,6 +5,7 @@
 
 #![allow(clippy::needless_range_loop)]
 
+use super::{pick_two, second_window};
 use crate::convert::hint::{prefetch_window, prefetch_window_near, whole_near};
 use crate::convert::plan::{Blocks, Whole, PIL_HALF, PIL_SHIFT, PIL_SPLIT, TAP_UNIT};
 use std::arch::x86_64::*;
@@ -496,6 +497,8 @@ unsafe fn store_whole<const M: usize>(q: __m512i, out: &[*mut u8; 4], b: usize) 
 #[derive(Clone, Copy)]
 struct Held<const P: usize> {
     ctl: [__m512i; P],
+    /// Per pair, the bytes whose control picks from the second window (its bit 6).
+    hi: [__mmask64; P],
     k: [__m512i; P],
     n: [__m512i; P],
     d: __m512i,
@@ -507,7 +510,7 @@ impl<const P: usize> Held<P> {
     const EMPTY: Held<P> = {
         // (All-zero bits are a vector of zeros.)
         let zero = unsafe { std::mem::zeroed::<__m512i>() };
-        Held { ctl: [zero; P], k: [zero; P], n: [zero; P], d: zero, mul: zero, shift: zero }
+        Held { ctl: [zero; P], hi: [0; P], k: [zero; P], n: [zero; P], d: zero, mul: zero, shift: zero }
     };
 
     /// Table `t` of `plan` (whose pairs are `P`), with the remainders' weights where `TIE`.
@@ -523,6 +526,7 @@ impl<const P: usize> Held<P> {
             // Loops, not `from_fn` (its closures' intrinsics ran as calls).
             for p in 0..P {
                 held.ctl[p] = _mm512_load_si512(plan.ctl.as_ptr().add(t * P + p) as *const _);
+                held.hi[p] = second_window(held.ctl[p]);
                 held.k[p] = _mm512_load_si512(plan.k.as_ptr().add(t * P + p) as *const _);
                 if TIE {
                     held.n[p] = _mm512_load_si512(plan.n.as_ptr().add(t * P + p) as *const _);
@@ -557,7 +561,7 @@ unsafe fn whole_block_held<
             for i in 0..R {
                 let t = match NARROW {
                     true => _mm512_permutexvar_epi8(held.ctl[p], a[i]),
-                    false => _mm512_permutex2var_epi8(a[i], held.ctl[p], c[i]),
+                    false => pick_two(a[i], c[i], held.ctl[p], held.hi[p]),
                 };
                 s[i] = _mm512_add_epi16(s[i], _mm512_maddubs_epi16(t, held.k[p]));
                 if TIE {
