@@ -21,17 +21,25 @@ pub(in crate::convert) unsafe fn whole_taps(
         rows.len() == out.len() && rows.iter().all(|r| plan.reach <= r.len()),
         "loads stay inside the rows"
     );
+    // Every row has the same members, and each block's member is kept among them where it is
+    // stored (`run_blocks`, a compare), not every block checked on every call (as AVX-512's
+    // `whole_blocks` keeps its tables).
+    let members = out.first().map_or(0, |o| o.iter().take_while(|p| !p.is_null()).count());
     assert!(
-        plan.blocks.iter().all(|b| out.iter().all(|o| !o[b.member as usize].is_null())),
+        members > 0 && out.iter().all(|o| o.iter().take_while(|p| !p.is_null()).count() == members),
+        "every row has the members' rows"
+    );
+    debug_assert!(
+        plan.blocks.iter().all(|b| (b.member as usize) < members),
         "every block's member has a row"
     );
     macro_rules! by_pieces {
         ($t:literal) => {
             match plan.pieces {
-                1 => unsafe { tap_blocks::<$t, 1>(rows, plan, out, ahead) },
-                2 => unsafe { tap_blocks::<$t, 2>(rows, plan, out, ahead) },
-                3 => unsafe { tap_blocks::<$t, 3>(rows, plan, out, ahead) },
-                _ => unsafe { tap_blocks::<$t, 4>(rows, plan, out, ahead) },
+                1 => unsafe { tap_blocks::<$t, 1>(rows, plan, out, members, ahead) },
+                2 => unsafe { tap_blocks::<$t, 2>(rows, plan, out, members, ahead) },
+                3 => unsafe { tap_blocks::<$t, 3>(rows, plan, out, members, ahead) },
+                _ => unsafe { tap_blocks::<$t, 4>(rows, plan, out, members, ahead) },
             }
         };
     }
@@ -89,9 +97,10 @@ unsafe fn tap_blocks<const T: usize, const L: usize>(
     rows: &[&[u8]],
     plan: &WholeTaps,
     out: &[[*mut u8; 4]],
+    members: usize,
     ahead: usize,
 ) -> usize {
-    assert!(plan.taps == T && plan.pieces == L);
+    assert!(plan.taps == T && plan.pieces == L && members > 0);
     assert!(plan
         .tables
         .iter()
@@ -119,8 +128,8 @@ unsafe fn tap_blocks<const T: usize, const L: usize>(
                 }
                 let blocks = &plan.blocks[from as usize..to as usize];
                 match table.n.is_empty() {
-                    true => run_blocks::<T, L, false>(row, blocks, &t, &[], out, ahead),
-                    false => run_blocks::<T, L, true>(row, blocks, &t, &table.n, out, ahead),
+                    true => run_blocks::<T, L, false>(row, blocks, &t, &[], (out, members), ahead),
+                    false => run_blocks::<T, L, true>(row, blocks, &t, &table.n, (out, members), ahead),
                 }
             }
         }
@@ -146,7 +155,7 @@ unsafe fn run_blocks<const T: usize, const L: usize, const TIE: bool>(
     blocks: &[TapBlock],
     t: &Table<T>,
     n: &[[i8; 16]],
-    out: &[*mut u8; 4],
+    (out, members): (&[*mut u8; 4], usize),
     ahead: usize,
 ) {
     unsafe {
@@ -194,8 +203,8 @@ unsafe fn run_blocks<const T: usize, const L: usize, const TIE: bool>(
                 hi = vaddq_u16(hi, vshlq_n_u16::<1>(vcltzq_s16(e1)));
             }
             let q = [divide(lo, t.m[0], t.s[0]), divide(hi, t.m[1], t.s[1])];
-            // (`whole_taps` checked every block's member; each quotient is at most 255.)
-            let o = out.get_unchecked(b.member as usize).add(b.x as usize);
+            // (`whole_taps` checked the members' rows; each quotient is at most 255.)
+            let o = out.get_unchecked((b.member as usize).min(members - 1)).add(b.x as usize);
             vst1q_u8(o, vcombine_u8(vmovn_u16(q[0]), vmovn_u16(q[1])));
         }
     }
