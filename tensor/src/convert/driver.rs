@@ -382,7 +382,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                 // With VNNI, the groups summed as they are in the rows straight from their bytes
                 // (`plan::Quads`); the others, and rows the quads cannot take, as before.
                 let quads = |g| boxes::level_quads(c, m, g);
-                let direct = |rows: &[*const u8], k: &[i16], plan: &_, inv, out, ahead| unsafe {
+                let direct = |rows: &[*const u8], k: &[i16], plan: &_, inv, out: &[*mut f32; 4], ahead| unsafe {
                     avx512::box_quads(rows, k, plan, inv, out, ahead)
                 };
                 let (done, made, all) =
@@ -416,7 +416,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                 // With the dot product, the groups whose lanes fit 16-byte windows straight from
                 // the rows' bytes (`neon::box_quads`); the others as before.
                 let quads = |g| boxes::level_quads(c, m, g);
-                let direct = |rows: &[*const u8], k: &[i16], plan: &_, inv, out, ahead| unsafe {
+                let direct = |rows: &[*const u8], k: &[i16], plan: &_, inv, out: &[*mut f32; 4], ahead| unsafe {
                     neon::box_quads(rows, k, plan, inv, out, ahead)
                 };
                 let (done, made, all) =

@@ -32,7 +32,7 @@ pub(in crate::convert) unsafe fn box_quads<O: Put>(
     k: &[i16],
     plan: &Quads,
     inv: f32,
-    out: [*mut O; 4],
+    out: &[*mut O; 4],
     ahead: usize,
 ) -> Option<usize> {
     if rows.len() != k.len() || !(2..=4).contains(&rows.len()) {
@@ -110,7 +110,7 @@ unsafe fn quads_of<
     k: &[i16],
     plan: &Quads,
     inv: f32,
-    out: [*mut O; 4],
+    out: &[*mut O; 4],
     ahead: usize,
     nta: bool,
 ) {
@@ -195,8 +195,8 @@ unsafe fn quads_of<
         }
         let v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), inv);
         match M {
-            FIVE => O::five(&out, b, v),
-            _ => O::lanes::<M>(&out, b, v),
+            FIVE => O::five(out, b, v),
+            _ => O::lanes::<M>(out, b, v),
         }
     }
 }

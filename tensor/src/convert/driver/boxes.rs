@@ -88,7 +88,7 @@ pub(super) fn quads_bytes_row(
     s: &mut Scratch,
 ) -> bool {
     let quads = |g| level_quads(c, m, g);
-    let direct = |rows: &[*const u8], k: &[i16], plan: &Quads, inv, out: [*mut u8; 4], ahead| unsafe {
+    let direct = |rows: &[*const u8], k: &[i16], plan: &Quads, inv, out: &[*mut u8; 4], ahead| unsafe {
         #[cfg(target_arch = "x86_64")]
         let made = avx512::box_quads(rows, k, plan, inv, out, ahead);
         #[cfg(target_arch = "aarch64")]

@@ -47,7 +47,7 @@ pub(in crate::convert) unsafe fn box_quads<O: Put>(
     k: &[i16],
     plan: &Quads,
     inv: f32,
-    out: [*mut O; 4],
+    out: &[*mut O; 4],
     ahead: usize,
 ) -> Option<usize> {
     if rows.len() != k.len() || !(2..=4).contains(&rows.len()) || !plan.pieces {
@@ -100,7 +100,7 @@ unsafe fn quads_of<O: Put, const R: usize, const W: u8, const M: usize, const Q:
     k: &[i16],
     plan: &Quads,
     inv: f32,
-    out: [*mut O; 4],
+    out: &[*mut O; 4],
     ahead: usize,
 ) {
     let (quads, blocks) = (if Q > 0 { Q } else { plan.quads }, plan.bases.len() / 4);
@@ -172,7 +172,7 @@ unsafe fn quads_of<O: Put, const R: usize, const W: u8, const M: usize, const Q:
             }
         }
         let v: [float32x4_t; 4] = std::array::from_fn(|i| vmulq_f32(vcvtq_f32_u32(acc[i]), inv));
-        O::lanes::<M>(&out, b, v);
+        O::lanes::<M>(out, b, v);
     }
 }
 
