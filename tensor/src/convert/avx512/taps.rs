@@ -227,8 +227,8 @@ pub(super) unsafe fn store_lanes<const M: usize>(out: &[*mut f32; 4], b: usize, 
 }
 
 /// PIL's horizontal pass with whole weights (`plan::Whole`) over source rows `rows` into their
-/// members' rows of bytes `out[i]` (`multitap::pil8_row`): per block and tap pair one byte
-/// permute and one `pmaddubsw` for 32 outputs, then `⌊(2S + D) / 2D⌋` by a multiply-high and a
+/// members' rows of bytes `out[i]` (`multitap::pil8_row`): per block and tap pair a byte
+/// permute (`vpermb`; a held table's two windows by `pick_two`) and one `pmaddubsw` for 32 outputs, then `⌊(2S + D) / 2D⌋` by a multiply-high and a
 /// shift per lane; each block's window asked for again `ahead` bytes on
 /// (`multitap::ahead_bytes`; 0: none). Blocks that are not whole are skipped (the caller makes
 /// them). Returns the outputs each member has from the blocks, whole or not.
