@@ -77,7 +77,7 @@ unsafe fn whole_blocks<const L: usize, const M: usize, const R: usize, const P: 
     assert!(P == 0 || plan.pairs == P);
     let pairs = if P == 0 { plan.pairs } else { P };
     let blocks = plan.bases.len().min(plan.plain.len()).min(plan.table.len());
-    let tables = plan.d.len().min(plan.mul.len()).min(plan.shift.len());
+    let tables = plan.tables();
     assert!(
         plan.k.len() >= tables * pairs
             && plan.n.len() >= tables * pairs
@@ -135,7 +135,7 @@ unsafe fn whole_blocks<const L: usize, const M: usize, const R: usize, const P: 
 /// tables).
 #[inline(always)]
 unsafe fn table_of(plan: &Whole8, b: usize) -> usize {
-    let tables = plan.d.len().min(plan.mul.len()).min(plan.shift.len());
+    let tables = plan.tables();
     (*plan.table.get_unchecked(b) as usize).min(tables - 1)
 }
 

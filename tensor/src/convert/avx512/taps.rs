@@ -228,8 +228,8 @@ pub(super) unsafe fn store_lanes<const M: usize>(out: &[*mut f32; 4], b: usize, 
 
 /// PIL's horizontal pass with whole weights (`plan::Whole`) over source rows `rows` into their
 /// members' rows of bytes `out[i]` (`multitap::pil8_row`): per block and tap pair a byte
-/// permute (`vpermb`; a held table's two windows by `pick_two`) and one `pmaddubsw` for 32 outputs, then `⌊(2S + D) / 2D⌋` by a multiply-high and a
-/// shift per lane; each block's window asked for again `ahead` bytes on
+/// permute (`vpermb`; a held table's two windows by `pick_two`) and one `pmaddubsw` for 32
+/// outputs, then `⌊(2S + D) / 2D⌋` by a multiply-high and a shift per lane; each block's window asked for again `ahead` bytes on
 /// (`multitap::ahead_bytes`; 0: none). Blocks that are not whole are skipped (the caller makes
 /// them). Returns the outputs each member has from the blocks, whole or not.
 ///
@@ -292,7 +292,7 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize>(
     assert!(rows.len() >= R && out.len() >= R && (1..=3).contains(&R));
     let pairs = plan.pairs;
     let blocks = plan.bases.len().min(plan.plain.len());
-    let tables = plan.d.len().min(plan.mul.len()).min(plan.shift.len());
+    let tables = plan.tables();
     assert!(
         plan.ctl.len() >= tables * pairs && plan.k.len() >= tables * pairs && plan.n.len() >= tables * pairs
     );
@@ -417,7 +417,7 @@ unsafe fn windows<const NARROW: bool, const R: usize>(
 /// (`whole_blocks` asserts a plan with blocks has tables.)
 #[inline(always)]
 unsafe fn table_of(plan: &Whole, b: usize) -> usize {
-    let tables = plan.d.len().min(plan.mul.len()).min(plan.shift.len());
+    let tables = plan.tables();
     (*plan.table.get_unchecked(b) as usize).min(tables - 1)
 }
 

@@ -87,6 +87,12 @@ pub(in crate::convert) fn divider_at(d: u16, s: u16) -> Option<u16> {
 }
 
 impl Whole {
+    /// The tables every block's `table` names: as many as each of `d`, `mul` and `shift` holds.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(in crate::convert) fn tables(&self) -> usize {
+        self.d.len().min(self.mul.len()).min(self.shift.len())
+    }
+
     /// The blocks for members at byte `offsets` from `base[x]` (output `x`'s first tap of the
     /// first member), taps `step` bytes apart, in rows of `row_len` bytes, in the lanes of
     /// `targets`; `None` where the filter has no whole weights, twice a weight does not fit a

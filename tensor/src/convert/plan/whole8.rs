@@ -77,6 +77,12 @@ pub(in crate::convert) struct Whole8 {
 }
 
 impl Whole8 {
+    /// The tables every block's `table` names: as many as each of `d`, `mul` and `shift` holds.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(in crate::convert) fn tables(&self) -> usize {
+        self.d.len().min(self.mul.len()).min(self.shift.len())
+    }
+
     /// The blocks for one or two members at byte `offsets` from `base[x]` (output `x`'s first
     /// tap of the first member), taps `step` bytes apart, in rows of `row_len` bytes, whose
     /// 2^-22 blocks are `b8` (their non-whole outputs' blocks); `None` where the filter has no
