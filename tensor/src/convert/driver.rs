@@ -190,6 +190,12 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         true => taps::pil_bytes(c, m, ring, |g| avx512_plan(g).is_some()),
         false => avx2_ring.as_ref().is_some_and(|r| taps::pil_bytes(c, m, ring, |g| r.takes & (1 << g) != 0)),
     });
+    // YUY2's PIL rows, blended down first, left as bytes for the finish to widen as it loads them.
+    #[cfg(target_arch = "x86_64")]
+    let yuv_bytes = c
+        .multi
+        .as_ref()
+        .is_some_and(|m| c.avx512() && taps::yuv_bytes(c, m, ring, |g| avx512_plan(g).is_some()));
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     let quads_bytes = c.multi.as_ref().is_some_and(|m| boxes::quads_bytes(c, m));
     // Whether every group is packed, from byte 0 or 1 of the same rows (YUY2, UYVY): each row
@@ -235,6 +241,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         // The row's components are the output's bytes (`bytes_out`, `quads_bytes`).
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         let mut row_bytes = bytes_out;
+        #[cfg(target_arch = "x86_64")]
+        let mut row_yuv_bytes = false;
         if let Some(m) = &c.multi {
             // The multi-tap filters: the horizontal pass by the level's blocks, the vertical by
             // the baseline loops (contiguous rows, vectorized at the driver's width).
@@ -280,7 +288,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                         avx512::down_bytes(rows, k, whole, out, ahead, asked)
                     };
                     let widen = |bytes: &[u8], out: &mut [f32]| unsafe { avx512::widen(bytes, out) };
-                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, widen);
+                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, widen, yuv_bytes);
+                    row_yuv_bytes = yuv_bytes;
                 } else if bytes_out {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, true, horiz, vertical_bytes!(avx512, u8));
                 } else {
@@ -305,7 +314,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], ahead, asked| unsafe {
                         avx2::down_bytes(rows, k, whole, out, ahead, asked)
                     };
-                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, multitap::widen);
+                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, multitap::widen, false);
                 } else if bytes_out {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vertical_bytes!(avx2, u8));
                 } else {
@@ -327,7 +336,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], _, _| unsafe {
                         neon::down_bytes(rows, k, whole, out)
                     };
-                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, multitap::widen);
+                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, multitap::widen, false);
                 } else if bytes_out {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vertical_bytes!(neon, u8));
                 } else {
@@ -337,8 +346,18 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
             // Blended down first where no level above took the row (the baseline): every byte by
             // the loops of `multitap::pil8_down_first`.
             if m.down_first && skip == 0 {
-                skip |=
-                    down_first_row(c, m, src, cy, s, |_| false, |_, _, _, _, _| 0, no_down, multitap::widen);
+                skip |= down_first_row(
+                    c,
+                    m,
+                    src,
+                    cy,
+                    s,
+                    |_| false,
+                    |_, _, _, _, _| 0,
+                    no_down,
+                    multitap::widen,
+                    false,
+                );
             }
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
             if quads_bytes && boxes::quads_bytes_row(c, m, src, cy, s) {
@@ -577,6 +596,13 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                 false => unsafe { avx2::finish_bytes(&c.finish, &s.comp_bytes, dst, y) },
             };
             s.counts.interleaved += done as u64;
+        } else if row_yuv_bytes {
+            done = unsafe { avx512::finish_yuv_bytes(&c.finish, &s.comp_bytes, dst, y) };
+            // (Any column it left for the channel rows as their floats.)
+            for k in 0..3 {
+                let from = done.min(rect.width);
+                multitap::widen(&s.comp_bytes[k][from..rect.width], &mut s.comps[k][from..rect.width]);
+            }
         } else if c.avx2() && c.fused_finish {
             done = if c.avx512() {
                 unsafe { avx512::finish(&c.finish, &s.comps, dst, y) }

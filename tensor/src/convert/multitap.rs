@@ -208,7 +208,8 @@ impl Sample for u8 {
 /// across into the members' bytes by PIL's horizontal pass (`horiz(g, rows, out, packed)`, whole
 /// blocks; where it has none for the group, `across(g, rows, out, packed)`, the f32 ring's
 /// blocks, into the components' rows; the loops here for the rest), which become the
-/// components' floats (by `widen`). `packed`: scratch for the kernels' packed rows. Every group, and
+/// components' floats (by `widen`), or (`into`, the finish reading bytes) are left in those rows
+/// as the components' bytes. `packed`: scratch for the kernels' packed rows. Every group, and
 /// every level by the same integer passes: the same bytes. Groups of one plane with the same
 /// rows and weights share the row (YUY2's luma and chroma). Returns the groups (bit `g`) and
 /// the outputs `horiz` made.
@@ -222,6 +223,7 @@ pub(super) fn pil8_down_first(
     ring: &mut Ring,
     out: &mut [Lines<f32>; 4],
     packed: &mut [u8],
+    into: Option<&mut [Lines<u8>; 4]>,
     mut vert: impl FnMut(&[*const u8], &[i16], (u8, (u16, u16)), &mut [u8], usize, usize) -> usize,
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], &mut [u8]) -> usize,
     mut across: impl FnMut(usize, &[&[u8]], &[[*mut f32; 4]], &mut [u8]) -> usize,
@@ -229,6 +231,8 @@ pub(super) fn pil8_down_first(
 ) -> (u32, u64) {
     let (mut groups, mut made) = (0u32, 0u64);
     let Ring { bytes: ring, down, down_sums, .. } = ring;
+    let floats = into.is_none();
+    let ring = into.unwrap_or(ring);
     // The plane and axis whose blended row `down` holds for this output row.
     let mut held: Option<(usize, usize)> = None;
     for (gi, g) in m.groups.iter().enumerate() {
@@ -288,7 +292,7 @@ pub(super) fn pil8_down_first(
         let mut done = horiz(gi, &[v], std::slice::from_ref(&targets), packed).min(n);
         // No byte blocks for the group at this level: the blocks of the f32 ring (PIL's bytes
         // as i32 bits, `pil_byte`) straight into the components' rows.
-        let into_bytes = done != 0;
+        let into_bytes = done != 0 || !floats;
         if !into_bytes {
             let mut rows_out = [std::ptr::null_mut(); 4];
             for (t, &k) in rows_out.iter_mut().zip(&g.members) {
@@ -306,7 +310,7 @@ pub(super) fn pil8_down_first(
             let filtered = &mut ring[k][..n];
             pil_across(&m.base[k], cols, comps[k].step, v, filtered, done);
             let from = if into_bytes { 0 } else { done };
-            if m.blended[k] {
+            if m.blended[k] && floats {
                 widen(&filtered[from..], &mut out[k][from..n]);
             }
         }

@@ -116,7 +116,73 @@ const RGB32: [[[u32; 16]; 2]; 3] = interleave_f32_rgb();
 /// content width.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
 pub(super) unsafe fn finish(f: &FinishValues, comps: &[Lines<f32>; 4], dst: SendPtr, y: usize) -> usize {
-    finish_dispatch!(finish_rows, f, comps, dst, y)
+    finish_dispatch!(finish_floats, f, comps, dst, y)
+}
+
+/// `finish_rows` of the components' floats.
+#[inline(always)]
+unsafe fn finish_floats<const K: u8, const CS: u8, const OUT: u8>(
+    f: &FinishValues,
+    comps: &[Lines<f32>; 4],
+    dst: SendPtr,
+    y: usize,
+) -> usize {
+    unsafe { finish_rows::<f32, K, CS, OUT>(f, comps, dst, y) }
+}
+
+/// `finish` of a YUV source's components as bytes (PIL's blended-down-first rows,
+/// `multitap::pil8_down_first`), each widened as it is loaded: the same floats, so the same
+/// output, without a pass that stores them first (`widen`, 4 % of 1080p YUY2
+/// `bilinear-antialias`). `f.kind` is `YUV`.
+///
+/// # Safety
+/// As `finish`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
+pub(super) unsafe fn finish_yuv_bytes(
+    f: &FinishValues,
+    comps: &[Lines<u8>; 4],
+    dst: SendPtr,
+    y: usize,
+) -> usize {
+    use super::finish::{BYTE, CS_BGR, CS_GRAY, CS_RGB};
+    assert_eq!(f.kind, YUV, "only a YUV source's components come as bytes");
+    macro_rules! by_out {
+        ($cs:expr) => {
+            match f.out {
+                RAW8 => unsafe { finish_rows::<u8, YUV, { $cs }, RAW8>(f, comps, dst, y) },
+                BYTE => unsafe { finish_rows::<u8, YUV, { $cs }, BYTE>(f, comps, dst, y) },
+                _ => unsafe { finish_rows::<u8, YUV, { $cs }, FLOAT>(f, comps, dst, y) },
+            }
+        };
+    }
+    match f.cs {
+        CS_GRAY => by_out!(CS_GRAY),
+        CS_RGB => by_out!(CS_RGB),
+        CS_BGR => by_out!(CS_BGR),
+        _ => by_out!(super::finish::CS_RGBA),
+    }
+}
+
+/// A component row's values as the finish loads them, sixteen (or the lanes of `px`) at `x`.
+trait Values: super::lines::Zeroed {
+    unsafe fn load16(row: &[Self], x: usize, px: u16) -> __m512;
+}
+
+impl Values for f32 {
+    #[inline(always)]
+    unsafe fn load16(row: &[f32], x: usize, px: u16) -> __m512 {
+        unsafe { _mm512_maskz_loadu_ps(px, row.as_ptr().add(x)) }
+    }
+}
+
+impl Values for u8 {
+    #[inline(always)]
+    unsafe fn load16(row: &[u8], x: usize, px: u16) -> __m512 {
+        unsafe {
+            let b = _mm_maskz_loadu_epi8(px, row.as_ptr().add(x) as *const i8);
+            _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b))
+        }
+    }
 }
 
 /// The per-row constants of `finish_rows`: `FinishValues` broadcast.
@@ -142,9 +208,9 @@ struct Consts {
 /// per case: inlined, the 36 cases gave `finish` a 0.94 MB frame (as `taps::whole_blocks`).
 #[cfg_attr(debug_assertions, inline(never))]
 #[cfg_attr(not(debug_assertions), inline(always))]
-unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
+unsafe fn finish_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
     f: &FinishValues,
-    comps: &[Lines<f32>; 4],
+    comps: &[Lines<S>; 4],
     dst: SendPtr,
     y: usize,
 ) -> usize {
@@ -181,20 +247,20 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
     let row = unsafe { dst.0.add(y * f.row_stride + f.x0 * if f.chw { esz } else { channels(CS) * esz }) };
     let mut x = 0;
     while x + 16 <= n {
-        unsafe { pixels::<K, CS, OUT>(&k, comps, row, x, 16) };
+        unsafe { pixels::<S, K, CS, OUT>(&k, comps, row, x, 16) };
         x += 16;
     }
     if x < n {
-        unsafe { pixels::<K, CS, OUT>(&k, comps, row, x, n - x) };
+        unsafe { pixels::<S, K, CS, OUT>(&k, comps, row, x, n - x) };
     }
     n
 }
 
 /// Pixels `x..x + left` (`left` ≤ 16; loads and stores masked below 16).
 #[inline(always)]
-unsafe fn pixels<const K: u8, const CS: u8, const OUT: u8>(
+unsafe fn pixels<S: Values, const K: u8, const CS: u8, const OUT: u8>(
     k: &Consts,
-    comps: &[Lines<f32>; 4],
+    comps: &[Lines<S>; 4],
     row: *mut u8,
     x: usize,
     left: usize,
@@ -213,7 +279,7 @@ unsafe fn pixels<const K: u8, const CS: u8, const OUT: u8>(
     let zero = _mm512_setzero_ps();
     let full = _mm512_set1_ps(255.0);
     unsafe {
-        let ld = |i: usize| _mm512_maskz_loadu_ps(px, comps[i].as_ptr().add(x));
+        let ld = |i: usize| S::load16(&comps[i], x, px);
         // Output channels 0..3 in order (colour, or gray's source RGB), 0..255.
         let mut ch = [zero, zero, zero, full];
         match K {

@@ -41,6 +41,20 @@ pub(super) fn pil_bytes(c: &Converter, m: &MultiTap, ring: bool, planned: impl F
         && m.blended[..3].iter().all(|&b| b)
 }
 
+/// PIL's filters blended down first (YUY2, UYVY) with a finish that reads the components' bytes
+/// (`avx512::finish_yuv_bytes`): every group by the level's blocks (`planned`), the three
+/// components the finish reads blended, and the fused finish for the output.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn yuv_bytes(c: &Converter, m: &MultiTap, ring: bool, planned: impl Fn(usize) -> bool) -> bool {
+    m.round_between
+        && m.down_first
+        && ring
+        && c.fused_finish
+        && c.finish.kind == super::super::finish::YUV
+        && (0..m.groups.len()).all(planned)
+        && m.blended[..3].iter().all(|&b| b)
+}
+
 /// PIL's byte ring at AVX-512 for group `gi`: its whole-weight plan and the 2^-22 one for its
 /// other blocks, over the rows as they are or packed (`plan::Compact`, returned).
 #[cfg(target_arch = "x86_64")]
@@ -615,8 +629,9 @@ pub(super) fn byte_ring_row<T: multitap::Sample>(
 
 /// Output row `cy` of PIL's filters blended down first (`multitap::pil8_down_first`): the level's
 /// `horiz` for the groups it `takes` (as `byte_ring_row`'s; the f32 ring's blocks take the
-/// others), `vert` (0 where it has no kernel) and `widen` (`multitap::widen` where it has none).
-/// Returns the groups done.
+/// others), `vert` (0 where it has no kernel) and `widen` (`multitap::widen` where it has none);
+/// with `bytes`, the components' bytes left in `Scratch::comp_bytes` for a finish that reads them
+/// (`yuv_bytes`), nothing widened. Returns the groups done.
 /// (Inlined into the row driver's level function: called across modules, the call cost 1080p YUY2
 /// `bilinear-antialias` 8 % at AVX-512, 0.374–0.390 → 0.412–0.422 ms on 8 frames.)
 #[inline(always)]
@@ -631,7 +646,9 @@ pub(super) fn down_first_row(
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize, &mut [u8]) -> usize,
     vert: impl FnMut(&[*const u8], &[i16], (u8, (u16, u16)), &mut [u8], usize, usize) -> usize,
     widen: impl Fn(&[u8], &mut [f32]),
+    bytes: bool,
 ) -> u32 {
+    let into = bytes.then_some(&mut s.comp_bytes);
     let bytes = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], packed: &mut [u8]| match takes(g) {
         true => horiz(g, rows, out, 0, packed),
         false => 0,
@@ -648,6 +665,7 @@ pub(super) fn down_first_row(
         ring,
         comps,
         packed,
+        into,
         vert,
         bytes,
         across,
