@@ -192,10 +192,10 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
     });
     // YUY2's PIL rows, blended down first, left as bytes for the finish to widen as it loads them.
     #[cfg(target_arch = "x86_64")]
-    let yuv_bytes = c
-        .multi
-        .as_ref()
-        .is_some_and(|m| c.avx512() && taps::yuv_bytes(c, m, ring, |g| avx512_plan(g).is_some()));
+    let yuv_bytes = c.multi.as_ref().is_some_and(|m| match c.avx512() {
+        true => taps::yuv_bytes(c, m, ring, |g| avx512_plan(g).is_some()),
+        false => avx2_ring.as_ref().is_some_and(|r| taps::yuv_bytes(c, m, ring, |g| r.takes & (1 << g) != 0)),
+    });
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     let quads_bytes = c.multi.as_ref().is_some_and(|m| boxes::quads_bytes(c, m));
     // Whether every group is packed, from byte 0 or 1 of the same rows (YUY2, UYVY): each row
@@ -211,9 +211,14 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         .filter(|m| c.neon() && m.round_between && !s.ring.btags[0].is_empty())
         .map(|m| RingPlan::neon(m, &c.comps, slot));
     #[cfg(target_arch = "aarch64")]
+    let ring = !s.ring.btags[0].is_empty();
+    #[cfg(target_arch = "aarch64")]
     let bytes_out = c.multi.as_ref().is_some_and(|m| {
-        let ring = !s.ring.btags[0].is_empty();
         neon_ring.as_ref().is_some_and(|r| taps::pil_bytes(c, m, ring, |g| r.takes & (1 << g) != 0))
+    });
+    #[cfg(target_arch = "aarch64")]
+    let yuv_bytes = c.multi.as_ref().is_some_and(|m| {
+        neon_ring.as_ref().is_some_and(|r| taps::yuv_bytes(c, m, ring, |g| r.takes & (1 << g) != 0))
     });
     // PIL's filters over an RGB source's pixels through the byte ring: their pages asked for
     // ahead (`prefetch_multi_pages`; not the other multi-tap rows, where it measured slower).
@@ -241,7 +246,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         // The row's components are the output's bytes (`bytes_out`, `quads_bytes`).
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         let mut row_bytes = bytes_out;
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         let mut row_yuv_bytes = false;
         if let Some(m) = &c.multi {
             // The multi-tap filters: the horizontal pass by the level's blocks, the vertical by
@@ -314,7 +319,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], ahead, asked| unsafe {
                         avx2::down_bytes(rows, k, whole, out, ahead, asked)
                     };
-                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, multitap::widen, false);
+                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, multitap::widen, yuv_bytes);
+                    row_yuv_bytes = yuv_bytes;
                 } else if bytes_out {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vertical_bytes!(avx2, u8));
                 } else {
@@ -336,7 +342,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], _, _| unsafe {
                         neon::down_bytes(rows, k, whole, out)
                     };
-                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, multitap::widen, false);
+                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, multitap::widen, yuv_bytes);
+                    row_yuv_bytes = yuv_bytes;
                 } else if bytes_out {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vertical_bytes!(neon, u8));
                 } else {
@@ -597,12 +604,10 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
             };
             s.counts.interleaved += done as u64;
         } else if row_yuv_bytes {
-            done = unsafe { avx512::finish_yuv_bytes(&c.finish, &s.comp_bytes, dst, y) };
-            // (Any column it left for the channel rows as their floats.)
-            for k in 0..3 {
-                let from = done.min(rect.width);
-                multitap::widen(&s.comp_bytes[k][from..rect.width], &mut s.comps[k][from..rect.width]);
-            }
+            done = match c.avx512() {
+                true => unsafe { avx512::finish_yuv_bytes(&c.finish, &s.comp_bytes, dst, y) },
+                false => unsafe { avx2::finish_yuv_bytes(&c.finish, &s.comp_bytes, dst, y) },
+            };
         } else if c.avx2() && c.fused_finish {
             done = if c.avx512() {
                 unsafe { avx512::finish(&c.finish, &s.comps, dst, y) }
@@ -614,9 +619,20 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         if row_bytes {
             done = unsafe { neon::finish_bytes(&c.finish, &s.comp_bytes, dst, y) };
             s.counts.interleaved += done as u64;
+        } else if row_yuv_bytes {
+            done = unsafe { neon::finish_yuv_bytes(&c.finish, &s.comp_bytes, dst, y) };
         } else if c.neon() && c.fused_finish {
             // The band owns row y; the rows of `comps` hold the content width.
             done = unsafe { neon::finish(&c.finish, &s.comps, dst, y) };
+        }
+        // The columns a finish of the components' bytes left (AVX2's and NEON's last few) go
+        // through the channel rows as their floats.
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        if row_yuv_bytes {
+            let from = done.min(rect.width);
+            for k in 0..3 {
+                multitap::widen(&s.comp_bytes[k][from..rect.width], &mut s.comps[k][from..rect.width]);
+            }
         }
         s.counts.finished += done as u64;
         let xs = done..rect.width;

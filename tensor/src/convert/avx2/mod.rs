@@ -7,8 +7,8 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::finish::{
-    channels, fill_blocks, finish_dispatch, folded, order, yuv_rows, FinishValues, SendPtr, FLOAT, GRAY,
-    GRAY_WEIGHTS, RAW8, RGB, YUV,
+    channels, fill_blocks, finish_dispatch, finish_yuv_bytes_dispatch, folded, order, yuv_rows, FinishValues,
+    SendPtr, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
 use super::lines::Lines;
 use super::plan::{group_dispatch, group_tail, Group, SampleRow, Shuffle, WEIGHT_UNIT};
@@ -226,16 +226,63 @@ pub(super) unsafe fn sample(row: SampleRow<'_, Shuffle>, wx: &[f32], out: &mut [
 /// (measured: half of an NV12 → uint8 frame's time). Returns `n`; the caller finishes the row.
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn finish(f: &FinishValues, comps: &[Lines<f32>; 4], dst: SendPtr, y: usize) -> usize {
-    finish_dispatch!(finish_rows, f, comps, dst, y)
+    finish_dispatch!(finish_floats, f, comps, dst, y)
+}
+
+/// `finish_rows` of the components' floats.
+#[inline(always)]
+unsafe fn finish_floats<const K: u8, const CS: u8, const OUT: u8>(
+    f: &FinishValues,
+    comps: &[Lines<f32>; 4],
+    dst: SendPtr,
+    y: usize,
+) -> usize {
+    unsafe { finish_rows::<f32, K, CS, OUT>(f, comps, dst, y) }
+}
+
+/// `finish` of a YUV source's components as bytes, widened as they are loaded (as
+/// `avx512::finish_yuv_bytes`). `f.kind` is `YUV`.
+///
+/// # Safety
+/// As `finish`.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn finish_yuv_bytes(
+    f: &FinishValues,
+    comps: &[Lines<u8>; 4],
+    dst: SendPtr,
+    y: usize,
+) -> usize {
+    finish_yuv_bytes_dispatch!(finish_rows, f, comps, dst, y)
+}
+
+/// A component row's values as the finish loads them, eight at `x`.
+trait Values: super::lines::Zeroed {
+    unsafe fn load8(row: &[Self], x: usize) -> __m256;
+}
+
+impl Values for f32 {
+    #[inline(always)]
+    unsafe fn load8(row: &[f32], x: usize) -> __m256 {
+        unsafe { _mm256_loadu_ps(row.as_ptr().add(x)) }
+    }
+}
+
+impl Values for u8 {
+    #[inline(always)]
+    unsafe fn load8(row: &[u8], x: usize) -> __m256 {
+        unsafe {
+            _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(row.as_ptr().add(x) as *const __m128i)))
+        }
+    }
 }
 
 /// Output colourspace `CS` from source kind `K`, stored as `OUT`. Unoptimized, a function of its
 /// own per case (inlined, the cases gave `finish` a 0.33 MB frame; as `avx512::finish_rows`).
 #[cfg_attr(debug_assertions, inline(never))]
 #[cfg_attr(not(debug_assertions), inline(always))]
-unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
+unsafe fn finish_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
     f: &FinishValues,
-    comps: &[Lines<f32>; 4],
+    comps: &[Lines<S>; 4],
     dst: SendPtr,
     y: usize,
 ) -> usize {
@@ -270,7 +317,7 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
     let mut x = 0;
     while x < n {
         unsafe {
-            let ld = |k: usize| _mm256_loadu_ps(comps[k].as_ptr().add(x));
+            let ld = |k: usize| S::load8(&comps[k], x);
             // Output channels 0..3 in order (colour, or gray's source RGB).
             let mut ch = [zero, zero, zero, full];
             match K {

@@ -42,9 +42,10 @@ pub(super) fn pil_bytes(c: &Converter, m: &MultiTap, ring: bool, planned: impl F
 }
 
 /// PIL's filters blended down first (YUY2, UYVY) with a finish that reads the components' bytes
-/// (`avx512::finish_yuv_bytes`): every group by the level's blocks (`planned`), the three
-/// components the finish reads blended, and the fused finish for the output.
-#[cfg(target_arch = "x86_64")]
+/// (`finish_yuv_bytes` at AVX-512, AVX2 and NEON): every group by the level's blocks
+/// (`planned`), the three components the finish reads blended, and the fused finish for the
+/// output.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) fn yuv_bytes(c: &Converter, m: &MultiTap, ring: bool, planned: impl Fn(usize) -> bool) -> bool {
     m.round_between
         && m.down_first

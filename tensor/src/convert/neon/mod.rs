@@ -20,8 +20,8 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::finish::{
-    channels, finish_dispatch, folded, order, yuv_rows, FinishValues, SendPtr, FLOAT, GRAY, GRAY_WEIGHTS,
-    RAW8, RGB, YUV,
+    channels, finish_dispatch, finish_yuv_bytes_dispatch, folded, order, yuv_rows, FinishValues, SendPtr,
+    FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
 use super::hint::{prefetch, Trickle};
 use super::lines::Lines;
@@ -152,7 +152,55 @@ unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, cons
 /// `dst` holds the converter's layout and no other thread writes row `y`; `comps` rows hold the
 /// content width.
 pub(super) unsafe fn finish(f: &FinishValues, comps: &[Lines<f32>; 4], dst: SendPtr, y: usize) -> usize {
-    finish_dispatch!(finish_rows, f, comps, dst, y)
+    finish_dispatch!(finish_floats, f, comps, dst, y)
+}
+
+/// `finish_rows` of the components' floats.
+#[inline(always)]
+unsafe fn finish_floats<const K: u8, const CS: u8, const OUT: u8>(
+    f: &FinishValues,
+    comps: &[Lines<f32>; 4],
+    dst: SendPtr,
+    y: usize,
+) -> usize {
+    unsafe { finish_rows::<f32, K, CS, OUT>(f, comps, dst, y) }
+}
+
+/// `finish` of a YUV source's components as bytes, widened as they are loaded (as
+/// `avx512::finish_yuv_bytes`). `f.kind` is `YUV`.
+///
+/// # Safety
+/// As `finish`.
+pub(super) unsafe fn finish_yuv_bytes(
+    f: &FinishValues,
+    comps: &[Lines<u8>; 4],
+    dst: SendPtr,
+    y: usize,
+) -> usize {
+    finish_yuv_bytes_dispatch!(finish_rows, f, comps, dst, y)
+}
+
+/// A component row's values as the finish loads them, four at `x`.
+trait Values: super::lines::Zeroed {
+    unsafe fn load4(row: &[Self], x: usize) -> float32x4_t;
+}
+
+impl Values for f32 {
+    #[inline(always)]
+    unsafe fn load4(row: &[f32], x: usize) -> float32x4_t {
+        unsafe { vld1q_f32(row.as_ptr().add(x)) }
+    }
+}
+
+impl Values for u8 {
+    #[inline(always)]
+    unsafe fn load4(row: &[u8], x: usize) -> float32x4_t {
+        unsafe {
+            // (Four bytes, unaligned: the row's last block may end at its last byte.)
+            let four = vdup_n_u32((row.as_ptr().add(x) as *const u32).read_unaligned());
+            vcvtq_f32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vreinterpret_u8_u32(four)))))
+        }
+    }
 }
 
 /// `FinishValues` broadcast once per row.
@@ -172,9 +220,9 @@ struct Consts {
 /// One loop per source kind, colourspace and output form (`fused_params`). Not inlined, for the
 /// same reason as `sample_blocks`: one call per row.
 #[inline(never)]
-unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
+unsafe fn finish_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
     f: &FinishValues,
-    comps: &[Lines<f32>; 4],
+    comps: &[Lines<S>; 4],
     dst: SendPtr,
     y: usize,
 ) -> usize {
@@ -199,7 +247,7 @@ unsafe fn finish_rows<const K: u8, const CS: u8, const OUT: u8>(
     let mut x = 0;
     while x < n {
         unsafe {
-            let halves = [values::<K, CS, OUT>(&k, comps, x), values::<K, CS, OUT>(&k, comps, x + 4)];
+            let halves = [values::<S, K, CS, OUT>(&k, comps, x), values::<S, K, CS, OUT>(&k, comps, x + 4)];
             if OUT == FLOAT {
                 for (h, ch) in halves.iter().enumerate() {
                     let at = x + 4 * h;
@@ -269,13 +317,13 @@ fn clamp<const OUT: u8>(v: float32x4_t, lo: float32x4_t, hi: float32x4_t) -> flo
 /// normalization, and for 8-bit outputs the type's clamp; the order of `finish_rows` in
 /// `avx2`.
 #[inline(always)]
-unsafe fn values<const K: u8, const CS: u8, const OUT: u8>(
+unsafe fn values<S: Values, const K: u8, const CS: u8, const OUT: u8>(
     k: &Consts,
-    comps: &[Lines<f32>; 4],
+    comps: &[Lines<S>; 4],
     x: usize,
 ) -> [float32x4_t; 4] {
     let (nc, order, fold) = (channels(CS), order(CS), folded(K, CS, OUT));
-    let ld = |i: usize| unsafe { vld1q_f32(comps[i].as_ptr().add(x)) };
+    let ld = |i: usize| unsafe { S::load4(&comps[i], x) };
     let zero = vdupq_n_f32(0.0);
     let full = vdupq_n_f32(255.0);
     let mut ch = [zero, zero, zero, full];
