@@ -10,7 +10,7 @@
 #
 # How: the crate's aarch64 assembly (one codegen unit, v0 symbol names so each NEON kernel variant
 # is its own demangled symbol); a loop is a backward branch, the innermost ones are kept. NEON
-# loops are found by symbol (`sample_blocks::<P, M, SINGLE, TWO>`, `finish_rows::<KIND, CS,
+# loops are found by symbol (`sample_blocks::<P, M, SINGLE, TWO>`, `finish_rows::<S, KIND, CS,
 # OUT>`), baseline loops inside `driver::rows` by the baseline.rs line their body carries (.loc)
 # plus an instruction filter, the most unrolled one where several match. Each loop body goes through
 # llvm-mca (-iterations=200) for cycles per iteration; the bytes it stores per iteration
@@ -214,10 +214,17 @@ CASES = [
     ('sampling', 'YUY2 (3x, one row)', 'baseline', [(COPY, 384, (), ()), (TAPS, 192, (), ())]),
     ('sampling', 'RGBA (3x, one row)', 'NEON', [('neon::sample_blocks::<2, 4, true, false>', 256, (), ())]),
     ('sampling', 'RGBA (3x, one row)', 'baseline', [(COPY, 768, (), ()), (TAPS, 256, (), ())]),
-    ('finish', 'YUV -> uint8 RGB hwc', 'NEON', [('neon::finish_rows::<0, 1, 0>', 48, ['^st3'], ())]),
+    ('finish', 'YUV -> uint8 RGB hwc', 'NEON', [('neon::finish_rows::<f32, 0, 1, 0>', 48, ['^st3'], ())]),
     ('finish', 'YUV -> uint8 RGB hwc', 'baseline', [
         (YUV_ROW, 192, (), ()), (ROUND, 48, (), ()), (WEAVE, 48, ['^st3'], ())]),
-    ('finish', 'YUV -> float32 RGB chw (mean/std)', 'NEON', [('neon::finish_rows::<0, 1, 2>', 192, (), ['^st3'])]),
+    # YUY2's PIL rows blended down first: the three components' bytes widened to floats (the
+    # baseline's byte-to-float loop, the same loop as `multitap::widen`) then the float finish,
+    # against the finish that widens them as it loads them.
+    ('finish', 'YUV -> uint8 RGB hwc', 'NEON, PIL\'s bytes widened first (YUY2)', [
+        (COPY, 192, (), ()), ('neon::finish_rows::<f32, 0, 1, 0>', 48, ['^st3'], ())]),
+    ('finish', 'YUV -> uint8 RGB hwc', 'NEON from PIL\'s bytes (YUY2)',
+     [('neon::finish_rows::<u8, 0, 1, 0>', 48, ['^st3'], ())]),
+    ('finish', 'YUV -> float32 RGB chw (mean/std)', 'NEON', [('neon::finish_rows::<f32, 0, 1, 2>', 192, (), ['^st3'])]),
     ('finish', 'YUV -> float32 RGB chw (mean/std)', 'baseline', [
         (YUV_ROW, 192, (), ()), (STORE, 192, *F32_ONLY)]),
     ('PIL horizontal', 'NV12 Y 3x (triangle 1 2 3 2 1 / 9)', 'NEON 2^-22 blocks, 3 rows a call',
@@ -239,16 +246,16 @@ CASES = [
     ('PIL vertical', 'NV12 Y 3x (five rows)', 'NEON over the f32 ring',
      [('nest:5:convert::driver::rows', 64, [r'^mla\s', 'cvtf'], ['fmul', 'ushll'])]),
     ('PIL vertical', 'NV12 Y 3x (five rows)', 'NEON over the byte ring',
-     [('neon::vertical::halves::<5, false>', 64, ['umlal'], ())]),
+     [('neon::vertical::halves::<5, false, false>', 64, ['umlal'], ())]),
     ('PIL vertical', 'NV12 U or V 1.5x (three rows)', 'NEON over the f32 ring',
      [('nest:3:convert::driver::rows', 64, [r'^mla\s', 'cvtf'], ['fmul', 'ushll'])]),
     ('PIL vertical', 'NV12 U or V 1.5x (three rows)', 'NEON over the byte ring',
-     [('neon::vertical::halves::<3, false>', 64, ['umlal'], ())]),
+     [('neon::vertical::halves::<3, false, false>', 64, ['umlal'], ())]),
     ('PIL vertical', 'RGBA 3x (six rows), a member', 'NEON over the byte ring, into f32',
-     [('neon::vertical::halves::<6, false>', 64, ['umlal'], ())]),
+     [('neon::vertical::halves::<6, false, false>', 64, ['umlal'], ())]),
     ('PIL vertical', 'RGBA 3x (six rows), a member', 'NEON over the byte ring, into bytes',
-     [('neon::vertical::halves::<6, true>', 16, ['umlal'], ())]),
-    ('finish', 'RGBA -> uint8 RGB hwc', 'NEON', [('neon::finish_rows::<1, 1, 0>', 48, ['^st3'], ())]),
+     [('neon::vertical::halves::<6, true, false>', 16, ['umlal'], ())]),
+    ('finish', 'RGBA -> uint8 RGB hwc', 'NEON', [('neon::finish_rows::<f32, 1, 1, 0>', 48, ['^st3'], ())]),
     ('finish', 'RGBA -> uint8 RGB hwc', 'NEON from PIL\'s bytes',
      [('in:convert::driver::rows', 48, ['^st3', r'^eor\s'], ['cvt', 'fmul'])]),
     ('area', 'NV12 UV 1.5x (two rows, weights 1 and 2)', 'NEON quads, each row times its weight',
@@ -257,7 +264,7 @@ CASES = [
      [('neon::quads::quads_of::<f32, 2, 1, 2, 1>', 128, (), ())]),
     ('area', 'RGBA 3x (three rows), quads + finish', 'NEON dot product into f32, float finish', [
         ('neon::quads::quads_of::<f32, 3, 0, 4, 1>', 256, (), ()),
-        ('neon::finish_rows::<1, 1, 0>', 48, ['^st3'], ())]),
+        ('neon::finish_rows::<f32, 1, 1, 0>', 48, ['^st3'], ())]),
     ('area', 'RGBA 3x (three rows), quads + finish', 'NEON dot product into bytes, byte finish', [
         ('neon::quads::quads_of::<u8, 3, 0, 4, 1>', 64, (), ()),
         ('in:convert::driver::rows', 48, ['^st3', r'^eor\s'], ['cvt', 'fmul'])]),
