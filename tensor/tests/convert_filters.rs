@@ -371,3 +371,78 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
         }
     }
 }
+
+/// YUY2 and UYVY under PIL's triangle (blended down first): at AVX-512, AVX2 and NEON the
+/// horizontal pass's bytes go to the fused finish, which widens them as it loads them
+/// (`KernelCounts::from_bytes`), and give the baseline's bytes for uint8, int8 and float32
+/// outputs (normalized too), hwc and chw, RGB, BGR, RGBA and gray, at 3×, 2.5×, a letterbox and
+/// widths whose last columns the AVX2 and NEON finishes leave to the channel rows. No other
+/// source or filter takes that path.
+#[test]
+fn yuy2_pil_bytes_go_to_the_finish_as_bytes() {
+    let levels = levels();
+    assert_vector_levels_tested(&levels);
+    let cases = [
+        (600, 300, 200, 100, FitMode::Stretch),
+        (500, 250, 203, 101, FitMode::Stretch),
+        (480, 270, 205, 205, FitMode::Letterbox),
+    ];
+    let mut at_level = vec![0u64; levels.len()];
+    for (i, format) in formats().enumerate() {
+        let packed = matches!(format, PixelFormat::Yuy2 | PixelFormat::Uyvy);
+        for &(w, h, dw, dh, fit) in &cases {
+            let frame = Frame::random(format, w, h, 1700 + i as u64);
+            for interpolation in
+                [Interpolation::BilinearAntialias, Interpolation::Area, Interpolation::Bicubic]
+            {
+                for (cs, dtype, chw, mean) in [
+                    (Colorspace::Rgb, DType::U8, false, false),
+                    (Colorspace::Bgr, DType::I8, true, false),
+                    (Colorspace::Rgba, DType::U8, false, false),
+                    (Colorspace::Gray, DType::U8, false, false),
+                    (Colorspace::Rgb, DType::F32, true, true),
+                    (Colorspace::Bgr, DType::F32, false, false),
+                ] {
+                    let mut spec = ConvertSpec { fit, interpolation, ..Default::default() };
+                    if mean {
+                        spec.mean = [0.4, 0.5, 0.6];
+                        spec.std = [0.2, 0.25, 0.3];
+                    }
+                    let dst = DstLayout::dense(dw, dh, cs, chw, dtype);
+                    let mut conv = Converter::new(format, w, h, dst, &spec, 1).unwrap();
+                    let mut first: Option<Vec<u8>> = None;
+                    for (li, &level) in levels.iter().enumerate() {
+                        conv.set_simd(level);
+                        let (before, finished) =
+                            (conv.kernel_counts().from_bytes, conv.kernel_counts().finished);
+                        let mut out = vec![0xeeu8; dst.bytes()];
+                        conv.convert(&frame.image(), &mut out).unwrap();
+                        let counts = conv.kernel_counts();
+                        let made = counts.from_bytes - before;
+                        let what = format!(
+                            "{interpolation:?} {format:?} {w}x{h} -> {dw}x{dh} {cs:?} {dtype:?} chw={chw} \
+                             mean={mean} at {level:?}"
+                        );
+                        let down_first = packed && interpolation == Interpolation::BilinearAntialias;
+                        assert!(
+                            made == 0 || (down_first && level != Simd::Baseline),
+                            "{what}: from bytes {made}"
+                        );
+                        assert!(made <= counts.finished - finished, "{what}: {made} not all finished");
+                        at_level[li] += made;
+                        match &first {
+                            None => first = Some(out),
+                            Some(want) => {
+                                let at = out.iter().zip(want).position(|(a, b)| a != b);
+                                assert!(at.is_none(), "{what}: byte {at:?} differs from the baseline's");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (li, &level) in levels.iter().enumerate().skip(1) {
+        assert!(at_level[li] > 0, "no YUY2 or UYVY row went from PIL's bytes to the finish at {level:?}");
+    }
+}

@@ -608,6 +608,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                 true => unsafe { avx512::finish_yuv_bytes(&c.finish, &s.comp_bytes, dst, y) },
                 false => unsafe { avx2::finish_yuv_bytes(&c.finish, &s.comp_bytes, dst, y) },
             };
+            s.counts.from_bytes += done as u64;
         } else if c.avx2() && c.fused_finish {
             done = if c.avx512() {
                 unsafe { avx512::finish(&c.finish, &s.comps, dst, y) }
@@ -621,6 +622,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
             s.counts.interleaved += done as u64;
         } else if row_yuv_bytes {
             done = unsafe { neon::finish_yuv_bytes(&c.finish, &s.comp_bytes, dst, y) };
+            s.counts.from_bytes += done as u64;
         } else if c.neon() && c.fused_finish {
             // The band owns row y; the rows of `comps` hold the content width.
             done = unsafe { neon::finish(&c.finish, &s.comps, dst, y) };

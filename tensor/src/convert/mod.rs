@@ -226,6 +226,10 @@ pub struct KernelCounts {
     /// from the vertical pass to the output as they are, interleaved (also counted in
     /// `finished`).
     pub interleaved: u64,
+    /// PIL's filters blended down first (YUY2, UYVY): content pixels the fused finish coloured
+    /// from the horizontal pass's bytes, widening them as it loaded them (also counted in
+    /// `finished`).
+    pub from_bytes: u64,
 }
 // The multi-tap filters (`Interpolation::Area`, `BilinearAntialias`, `Bicubic`, `BicubicOpencv`)
 // sample with the level's blocks (`plan::TapGroup`) where the taps fit their windows and with the
@@ -769,6 +773,7 @@ impl Converter {
                 finished: sum.finished + c.finished,
                 rows_first: sum.rows_first + c.rows_first,
                 interleaved: sum.interleaved + c.interleaved,
+                from_bytes: sum.from_bytes + c.from_bytes,
             }
         })
     }
