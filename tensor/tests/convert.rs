@@ -345,22 +345,13 @@ fn multi_tap_blocks_give_the_baseline_bytes() {
                     false => vec![(l, true)],
                 });
                 for (level, vnni) in runs {
-                    conv.set_simd(level);
                     conv.set_vnni(vnni);
-                    let before = conv.kernel_counts().sampled;
-                    let mut out = vec![0xeeu8; dst.bytes()];
-                    conv.convert(&frame.image(), &mut out).unwrap();
-                    let sampled = conv.kernel_counts().sampled - before;
+                    let (out, counts) = convert_at(&mut conv, &frame, dst, level);
+                    let sampled = counts.sampled;
                     let what = format!(
                         "{interpolation:?} {format:?} {w}x{h} -> {dw}x{dh} {fit:?} at {level:?} (vnni {vnni})"
                     );
-                    match &first {
-                        None => first = Some(out),
-                        Some(want) => {
-                            let at = out.iter().zip(want).position(|(a, b)| a != b);
-                            assert!(at.is_none(), "{what}: byte {at:?} differs from the baseline's");
-                        }
-                    }
+                    same_as_first(&mut first, out, &what);
                     if level == Simd::Baseline {
                         assert_eq!(sampled, 0, "{what}");
                     } else if j == 0 {

@@ -228,20 +228,11 @@ fn exact_area_sums_rows_first_with_the_same_bytes() {
                 let mut conv = Converter::new(format, w, h, dst, &spec, 1).unwrap();
                 let mut first: Option<Vec<u8>> = None;
                 for &level in &levels {
-                    conv.set_simd(level);
-                    let before = conv.kernel_counts().rows_first;
-                    let mut out = vec![0xeeu8; dst.bytes()];
-                    conv.convert(&frame.image(), &mut out).unwrap();
-                    let made = conv.kernel_counts().rows_first - before;
+                    let (out, counts) = convert_at(&mut conv, &frame, dst, level);
+                    let made = counts.rows_first;
                     let what =
                         format!("{format:?} {w}x{h} -> {dw}x{dh} {fit:?} {region:?} {dtype:?} at {level:?}");
-                    match &first {
-                        None => first = Some(out),
-                        Some(want) => {
-                            let at = out.iter().zip(want).position(|(a, b)| a != b);
-                            assert!(at.is_none(), "{what}: byte {at:?} differs from the baseline's");
-                        }
-                    }
+                    same_as_first(&mut first, out, &what);
                     if level == Simd::Baseline {
                         assert_eq!(made, 0, "{what}: the baseline filters across first");
                     } else if format == PixelFormat::Nv12 && j == 0 {
@@ -305,11 +296,8 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
                     let mut conv = Converter::new(format, w, h, dst, &spec, 1).unwrap();
                     let mut first: Option<Vec<u8>> = None;
                     for (li, &level) in levels.iter().enumerate() {
-                        conv.set_simd(level);
-                        let before = conv.kernel_counts().interleaved;
-                        let mut out = vec![0xeeu8; dst.bytes()];
-                        conv.convert(&frame.image(), &mut out).unwrap();
-                        let made = conv.kernel_counts().interleaved - before;
+                        let (out, counts) = convert_at(&mut conv, &frame, dst, level);
+                        let made = counts.interleaved;
                         let what = format!(
                             "{interpolation:?} {format:?} {w}x{h} -> {dw}x{dh} {cs:?} {dtype:?} chw={chw} \
                              mean {mean:?} at {level:?}"
@@ -336,13 +324,7 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
                             boxes += made;
                             boxes_at[li] += made;
                         }
-                        match &first {
-                            None => first = Some(out),
-                            Some(want) => {
-                                let at = out.iter().zip(want).position(|(a, b)| a != b);
-                                assert!(at.is_none(), "{what}: byte {at:?} differs from the baseline's");
-                            }
-                        }
+                        same_as_first(&mut first, out, &what);
                     }
                 }
             }
@@ -412,13 +394,8 @@ fn yuy2_pil_bytes_go_to_the_finish_as_bytes() {
                     let mut conv = Converter::new(format, w, h, dst, &spec, 1).unwrap();
                     let mut first: Option<Vec<u8>> = None;
                     for (li, &level) in levels.iter().enumerate() {
-                        conv.set_simd(level);
-                        let (before, finished) =
-                            (conv.kernel_counts().from_bytes, conv.kernel_counts().finished);
-                        let mut out = vec![0xeeu8; dst.bytes()];
-                        conv.convert(&frame.image(), &mut out).unwrap();
-                        let counts = conv.kernel_counts();
-                        let made = counts.from_bytes - before;
+                        let (out, counts) = convert_at(&mut conv, &frame, dst, level);
+                        let made = counts.from_bytes;
                         let what = format!(
                             "{interpolation:?} {format:?} {w}x{h} -> {dw}x{dh} {cs:?} {dtype:?} chw={chw} \
                              mean={mean} at {level:?}"
@@ -428,15 +405,9 @@ fn yuy2_pil_bytes_go_to_the_finish_as_bytes() {
                             made == 0 || (down_first && level != Simd::Baseline),
                             "{what}: from bytes {made}"
                         );
-                        assert!(made <= counts.finished - finished, "{what}: {made} not all finished");
+                        assert!(made <= counts.finished, "{what}: {made} not all finished");
                         at_level[li] += made;
-                        match &first {
-                            None => first = Some(out),
-                            Some(want) => {
-                                let at = out.iter().zip(want).position(|(a, b)| a != b);
-                                assert!(at.is_none(), "{what}: byte {at:?} differs from the baseline's");
-                            }
-                        }
+                        same_as_first(&mut first, out, &what);
                     }
                 }
             }

@@ -182,20 +182,20 @@ pub(super) fn yuv_shaped(m: &[[f32; 3]; 3]) -> bool {
 }
 
 /// One fused finish loop per source kind, output colourspace and output form (`fused_params`):
-/// `$f::<KIND, CS, OUT>($v, args...)`, `$v` the `FinishValues`. A colourspace match left inside
-/// the loop was a fifth of its samples.
+/// `$f::<KIND, CS, OUT>($v, args...)` (`$f<T>`: `$f::<T, KIND, CS, OUT>`), `$v` the
+/// `FinishValues`. A colourspace match left inside the loop was a fifth of its samples.
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_macros))]
 macro_rules! finish_dispatch {
-    ($f:ident, $v:expr, $($arg:expr),*) => {{
+    ($f:ident $(<$t:ty>)?, $v:expr, $($arg:expr),*) => {{
         use $crate::convert::finish::{BYTE, CS_BGR, CS_GRAY, CS_RGB, CS_RGBA, FLOAT, GRAY, RAW8, RGB, YUV};
         let f: &$crate::convert::finish::FinishValues = $v;
         let (kind, cs, out) = (f.kind, f.cs, f.out);
         macro_rules! by_out {
             ($k:expr, $cs:expr) => {
                 match out {
-                    RAW8 => unsafe { $f::<{ $k }, { $cs }, RAW8>(f, $($arg),*) },
-                    BYTE => unsafe { $f::<{ $k }, { $cs }, BYTE>(f, $($arg),*) },
-                    _ => unsafe { $f::<{ $k }, { $cs }, FLOAT>(f, $($arg),*) },
+                    RAW8 => unsafe { $f::<$($t,)? { $k }, { $cs }, RAW8>(f, $($arg),*) },
+                    BYTE => unsafe { $f::<$($t,)? { $k }, { $cs }, BYTE>(f, $($arg),*) },
+                    _ => unsafe { $f::<$($t,)? { $k }, { $cs }, FLOAT>(f, $($arg),*) },
                 }
             };
         }

@@ -2,7 +2,9 @@
 //! definitions, the kernel levels this CPU has, and small generators.
 #![allow(dead_code, unused_imports)] // each test binary uses its own subset
 
-pub use edgefirst_tensor::convert::{Colorspace, ConvertSpec, Converter, DstLayout, Simd, SrcImage};
+pub use edgefirst_tensor::convert::{
+    Colorspace, ConvertSpec, Converter, DstLayout, KernelCounts, Simd, SrcImage,
+};
 pub use edgefirst_tensor::preprocess::{
     letterbox_rect, Colorimetry, FitMode, Interpolation, LetterboxPlacement, Region,
 };
@@ -231,6 +233,41 @@ pub fn bounds(d: DType) -> (f64, f64) {
         DType::I16 => (-32768.0, 32767.0),
         DType::U32 | DType::U64 => (0.0, f64::MAX),
         _ => (f64::MIN, f64::MAX),
+    }
+}
+
+/// `frame` converted by `conv` at `level` into a fresh buffer of `dst`'s size (0xee before), and
+/// what the level's kernels counted doing it.
+pub fn convert_at(
+    conv: &mut Converter,
+    frame: &Frame,
+    dst: DstLayout,
+    level: Simd,
+) -> (Vec<u8>, KernelCounts) {
+    conv.set_simd(level);
+    let before = conv.kernel_counts();
+    let mut out = vec![0xeeu8; dst.bytes()];
+    conv.convert(&frame.image(), &mut out).unwrap();
+    let after = conv.kernel_counts();
+    let made = KernelCounts {
+        sampled: after.sampled - before.sampled,
+        finished: after.finished - before.finished,
+        rows_first: after.rows_first - before.rows_first,
+        interleaved: after.interleaved - before.interleaved,
+        from_bytes: after.from_bytes - before.from_bytes,
+    };
+    (out, made)
+}
+
+/// The first of a series of outputs (the baseline's: `levels` starts there) kept in `first`;
+/// each later one must equal it byte for byte (`what` names the case).
+pub fn same_as_first(first: &mut Option<Vec<u8>>, out: Vec<u8>, what: &str) {
+    match first {
+        None => *first = Some(out),
+        Some(want) => {
+            let at = out.iter().zip(want.iter()).position(|(a, b)| a != b);
+            assert!(at.is_none(), "{what}: byte {at:?} differs from the baseline's");
+        }
     }
 }
 

@@ -226,18 +226,7 @@ pub(super) unsafe fn sample(row: SampleRow<'_, Shuffle>, wx: &[f32], out: &mut [
 /// (measured: half of an NV12 → uint8 frame's time). Returns `n`; the caller finishes the row.
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn finish(f: &FinishValues, comps: &[Lines<f32>; 4], dst: SendPtr, y: usize) -> usize {
-    finish_dispatch!(finish_floats, f, comps, dst, y)
-}
-
-/// `finish_rows` of the components' floats.
-#[inline(always)]
-unsafe fn finish_floats<const K: u8, const CS: u8, const OUT: u8>(
-    f: &FinishValues,
-    comps: &[Lines<f32>; 4],
-    dst: SendPtr,
-    y: usize,
-) -> usize {
-    unsafe { finish_rows::<f32, K, CS, OUT>(f, comps, dst, y) }
+    finish_dispatch!(finish_rows<f32>, f, comps, dst, y)
 }
 
 /// `finish` of a YUV source's components as bytes, widened as they are loaded (as

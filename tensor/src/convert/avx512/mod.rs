@@ -116,18 +116,7 @@ const RGB32: [[[u32; 16]; 2]; 3] = interleave_f32_rgb();
 /// content width.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
 pub(super) unsafe fn finish(f: &FinishValues, comps: &[Lines<f32>; 4], dst: SendPtr, y: usize) -> usize {
-    finish_dispatch!(finish_floats, f, comps, dst, y)
-}
-
-/// `finish_rows` of the components' floats.
-#[inline(always)]
-unsafe fn finish_floats<const K: u8, const CS: u8, const OUT: u8>(
-    f: &FinishValues,
-    comps: &[Lines<f32>; 4],
-    dst: SendPtr,
-    y: usize,
-) -> usize {
-    unsafe { finish_rows::<f32, K, CS, OUT>(f, comps, dst, y) }
+    finish_dispatch!(finish_rows<f32>, f, comps, dst, y)
 }
 
 /// `finish` of a YUV source's components as bytes (PIL's blended-down-first rows,

@@ -152,18 +152,7 @@ unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, cons
 /// `dst` holds the converter's layout and no other thread writes row `y`; `comps` rows hold the
 /// content width.
 pub(super) unsafe fn finish(f: &FinishValues, comps: &[Lines<f32>; 4], dst: SendPtr, y: usize) -> usize {
-    finish_dispatch!(finish_floats, f, comps, dst, y)
-}
-
-/// `finish_rows` of the components' floats.
-#[inline(always)]
-unsafe fn finish_floats<const K: u8, const CS: u8, const OUT: u8>(
-    f: &FinishValues,
-    comps: &[Lines<f32>; 4],
-    dst: SendPtr,
-    y: usize,
-) -> usize {
-    unsafe { finish_rows::<f32, K, CS, OUT>(f, comps, dst, y) }
+    finish_dispatch!(finish_rows<f32>, f, comps, dst, y)
 }
 
 /// `finish` of a YUV source's components as bytes, widened as they are loaded (as
