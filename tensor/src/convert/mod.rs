@@ -690,7 +690,8 @@ impl Converter {
         // plans the shuffles of groups whose taps are on samples from tap 0 alone (see
         // `plan::groups`).
         let on_samples = [conv.luma_on_samples, conv.chroma_on_samples];
-        conv.groups = plan::groups(&conv.comps, &conv.taps, on_samples, cfg!(target_arch = "aarch64"));
+        let wq = [&conv.wq_luma[..], &conv.wq_chroma[..]];
+        conv.groups = plan::groups(&conv.comps, &conv.taps, on_samples, wq, cfg!(target_arch = "aarch64"));
         for p in 0..3 {
             let (lo, hi) = conv.plane_window[p];
             let taps: usize = conv.groups.iter().filter(|g| g.plane == p).map(|g| g.i0.len()).sum();

@@ -17,6 +17,7 @@ use std::arch::x86_64::*;
 mod boxes;
 mod finish_bytes;
 mod pixels;
+mod rows_first;
 mod taps;
 mod vertical;
 mod whole;
@@ -216,7 +217,15 @@ pub(super) unsafe fn gather(
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn sample(row: SampleRow<'_, Shuffle>, wx: &[f32], out: &mut [Lines<f32>; 4]) -> usize {
     assert!(row.plan.reach <= row.r0.len().min(row.r1.len()), "loads stay inside the rows");
-    let blocks = group_dispatch!(shuffle_blocks, windows, row, out);
+    let blocks = match rows_first::row_weight(row.wy, row.single, row.plan) {
+        Some(k) => match row.g.members.len() {
+            1 => unsafe { rows_first::rows_first_blocks::<1>(&row, k, out) },
+            2 => unsafe { rows_first::rows_first_blocks::<2>(&row, k, out) },
+            3 => unsafe { rows_first::rows_first_blocks::<3>(&row, k, out) },
+            _ => unsafe { rows_first::rows_first_blocks::<4>(&row, k, out) },
+        },
+        None => group_dispatch!(shuffle_blocks, windows, row, out),
+    };
     row.tail(wx, 8, blocks, out)
 }
 

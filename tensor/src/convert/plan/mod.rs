@@ -132,6 +132,17 @@ pub(super) struct Shuffle {
     /// the window's bytes blended down as u16 (`neon::rows_first_blocks`).
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
     pub(super) words: Vec<Aligned32<[u8; 32]>>,
+    /// With one vector of windows, per block and pair of members (members `2p`, `2p + 1`): each
+    /// output's two tap bytes side by side, member `2p`'s four outputs of a lane in its bytes
+    /// 0..8 and member `2p + 1`'s in 8..16 (0x80, a zero, where the pair has one member): the
+    /// AVX2 rows-first blocks' one `pshufb` a row and pair (`avx2::rows_first_blocks`).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) pairs: Vec<Aligned32<[u8; 32]>>,
+    /// Where `pairs` are made, per block: the column weights in quarters of 256ths as the byte
+    /// pairs `((256 - w) / 4, w / 4)` of a lane's four outputs, twice (once for each member of a
+    /// pair): `pmaddubsw`'s second operand over `pairs`' bytes.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) across: Vec<Aligned32<[u8; 32]>>,
 }
 
 /// Interpolation weights are whole 256ths. A byte blended by two of them has at most 8 + 8 + 8
@@ -163,6 +174,22 @@ pub(super) fn weight_pairs(w: &[f32]) -> Vec<u32> {
             (one - b) | (b << 16)
         })
         .collect()
+}
+
+/// `Shuffle::across` from the weight pairs `wq` (`weight_pairs`), `None` unless every weight is
+/// whole quarters of 256ths (`(256 - w) / 4` and `w / 4` then fit a signed byte). Every camera
+/// factor here has them (3× and 2.5×, luma and chroma at any siting: taps at eighths of a sample).
+fn quarter_weights(wq: &[u32]) -> Option<Vec<Aligned32<[u8; 32]>>> {
+    wq.iter().all(|&p| p & 0x0003_0003 == 0).then(|| {
+        wq.chunks_exact(8)
+            .map(|block| {
+                Aligned32(std::array::from_fn(|i| {
+                    let pair = block[4 * (i / 16) + (i % 8) / 2] >> 2;
+                    (if i % 2 == 0 { pair & 0xff } else { pair >> 16 }) as u8
+                }))
+            })
+            .collect()
+    })
 }
 
 /// The first byte of the window that holds both taps of outputs `outs` and `top` bytes past the
@@ -231,7 +258,33 @@ fn shuffle_windows(i0: &[u32], i1: &[u32], members: &[(usize, usize)], windows: 
             .collect(),
         _ => Vec::new(),
     };
-    Some(Shuffle { windows, bases, controls, reach, words })
+    let pairs = match windows {
+        2 => {
+            let (m, controls) = (members.len(), &controls);
+            (0..blocks)
+                .flat_map(|b| {
+                    (0..m.div_ceil(2)).map(move |p| {
+                        let mut ctl = [0x80u8; 32];
+                        for (half, j) in (2 * p..m.min(2 * p + 2)).enumerate() {
+                            // The member's two-tap control: output `4 * lane + o`'s taps at
+                            // bytes `4o` and `4o + 2` of its lane.
+                            let c = &controls[(b * m + j) * 2 + 1].0;
+                            for lane in 0..2 {
+                                for o in 0..4 {
+                                    let at = 16 * lane + 8 * half + 2 * o;
+                                    ctl[at] = c[16 * lane + 4 * o];
+                                    ctl[at + 1] = c[16 * lane + 4 * o + 2];
+                                }
+                            }
+                        }
+                        Aligned32(ctl)
+                    })
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    Some(Shuffle { windows, bases, controls, reach, words, pairs, across: Vec::new() })
 }
 
 /// A group's taps for the AVX-512 kernels: blocks of sixteen outputs whose bytes (every tap of
@@ -500,13 +553,17 @@ pub(super) fn axis(
 /// every tap (RGB's three, RGBA's four, NV12's U and V, YUY2's U and V), so one gather per tap
 /// brings them all. `taps[k]` are component `k`'s two taps (bytes from its plane's window);
 /// `on_samples` says, for luma and for chroma, that every tap falls on a sample; with
-/// `tap0_on_samples` such groups' shuffles are planned from tap 0 alone.
+/// `tap0_on_samples` such groups' shuffles are planned from tap 0 alone. `wq` are the luma's and
+/// the chroma's column weight pairs (`weight_pairs`): `Shuffle::pairs` and `Shuffle::across`
+/// only where they are whole quarters (`quarter_weights`).
 pub(super) fn groups(
     comps: &[Comp],
     taps: &[(Vec<u32>, Vec<u32>)],
     on_samples: [bool; 2],
+    wq: [&[u32]; 2],
     tap0_on_samples: bool,
 ) -> Vec<Group> {
+    let across = wq.map(quarter_weights);
     let mut done = vec![false; comps.len()];
     let mut groups = Vec::new();
     // Lowest byte offset first, so each group's base is its first byte.
@@ -539,10 +596,16 @@ pub(super) fn groups(
         // NEON has no gathers to fall back on, and where every tap is on a sample its kernel
         // reads tap 0 alone: planned from tap 0, RGBA at 3× (1080p → 640, two pixels 12
         // bytes apart with their right neighbours span 20) fits windows of two outputs.
-        let shuffle = match tap0_on_samples && on_samples[usize::from(base.chroma)] {
+        let mut shuffle = match tap0_on_samples && on_samples[usize::from(base.chroma)] {
             true => shuffle_plan(&i0, &i0, &members),
             false => shuffle_plan(&i0, &i1, &members),
         };
+        if let Some(plan) = shuffle.as_mut().filter(|p| !p.pairs.is_empty()) {
+            match &across[usize::from(base.chroma)] {
+                Some(weights) => plan.across = weights.clone(),
+                None => plan.pairs = Vec::new(),
+            }
+        }
         let permute = permute_plan(&i0, &i1, &members);
         groups.push(Group { plane: base.plane, chroma: base.chroma, members, i0, i1, max, shuffle, permute });
     }
@@ -649,6 +712,8 @@ macro_rules! group_dispatch {
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_imports))]
 pub(super) use group_dispatch;
 
+#[cfg(test)]
+mod axis_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -54,6 +54,69 @@ fn check(i0: &[u32], i1: &[u32], members: &[(usize, usize)], windows: usize) {
     assert_eq!(plan.windows, windows);
     assert_picks(i0, i1, members, 8, plan.reach, |row, two| apply(&plan, row, members.len(), two));
     assert_words(&plan, i0, i1, members);
+    assert_pairs(&plan, i0, i1, members);
+}
+
+/// With one vector of windows, `Shuffle::pairs` puts each output's two tap bytes side by side
+/// (`avx2::rows_first_blocks`: `pshufb` of the windows, member `2p` in bytes 0..8 of a lane and
+/// `2p + 1` in 8..16, output `o` of the lane at `2o`); a pair with one member has zeros.
+fn assert_pairs(plan: &Shuffle, i0: &[u32], i1: &[u32], members: &[(usize, usize)]) {
+    if plan.windows != 2 {
+        assert!(plan.pairs.is_empty(), "pairs only for one vector of windows");
+        return;
+    }
+    let pairs = members.len().div_ceil(2);
+    assert_eq!(plan.pairs.len(), plan.bases.len() * pairs);
+    let row: Vec<u8> = (0..plan.reach).map(|i| (i * 7 + 3) as u8).collect();
+    for (b, base) in plan.bases.iter().enumerate() {
+        for p in 0..pairs {
+            let ctl = &plan.pairs[b * pairs + p].0;
+            for lane in 0..2 {
+                let window = &row[base[lane] as usize..][..16];
+                let byte = |c: u8| if c & 0x80 != 0 { 0 } else { window[(c & 15) as usize] };
+                for half in 0..2 {
+                    for o in 0..4 {
+                        let at = 16 * lane + 8 * half + 2 * o;
+                        let got = [byte(ctl[at]), byte(ctl[at + 1])];
+                        let want = match members.get(2 * p + half) {
+                            Some(&(_, shift)) => {
+                                let x = 8 * b + 4 * lane + o;
+                                [row[i0[x] as usize + shift], row[i1[x] as usize + shift]]
+                            }
+                            None => [0, 0],
+                        };
+                        assert_eq!(got, want, "block {b} pair {p} lane {lane} member {half} output {o}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `Shuffle::across` holds the weights `(256 - w) / 4`, `w / 4` of each lane's outputs where the
+/// pairs put their taps, twice a lane; a weight that is not whole quarters makes none.
+#[test]
+fn quarter_weights_follow_the_pairs() {
+    let w: Vec<f32> = (0..16).map(|i| (i * 4 % 256) as f32 * WEIGHT_UNIT).collect();
+    let across = quarter_weights(&weight_pairs(&w)).expect("whole quarters");
+    assert_eq!(across.len(), 2);
+    for (b, block) in across.iter().enumerate() {
+        for lane in 0..2 {
+            for half in 0..2 {
+                for o in 0..4 {
+                    let at = 16 * lane + 8 * half + 2 * o;
+                    let q = (w[8 * b + 4 * lane + o] * 256.0) as u8 / 4;
+                    assert_eq!(
+                        [block.0[at], block.0[at + 1]],
+                        [64 - q, q],
+                        "block {b} lane {lane} output {o}"
+                    );
+                }
+            }
+        }
+    }
+    let odd: Vec<f32> = (0..16).map(|i| if i == 9 { 6.0 * WEIGHT_UNIT } else { 0.5 }).collect();
+    assert!(quarter_weights(&weight_pairs(&odd)).is_none());
 }
 
 /// With one vector of windows, `Shuffle::words` looks up each output's two taps as u16 in a
@@ -670,89 +733,6 @@ fn block_runs_share_their_tables() {
         }
     }
     assert_eq!(long, 2, "NV12's luma and chroma at 3x");
-}
-
-/// `Axis::ahead` points at the rows output `i + 2` reads where output `i + 1` did not, its second
-/// row only where it blends two, and nowhere past the plane or the outputs.
-#[test]
-fn axis_ahead_points_at_new_rows_two_outputs_on() {
-    let stride = 2048;
-    // Luma 1080 → 360 (3×, one row each), 900 → 360 (2.5×, two rows on every other output),
-    // 4:2:0 chroma 540 → 360 (1.5×), and a 2× upscale (neighbours read the same two rows).
-    let mut shared = 0;
-    for (n, len, div) in [(360, 1080, 1), (360, 900, 1), (360, 1080, 2), (720, 360, 1)] {
-        let rows = len / div;
-        let a = axis(n, 0, len, div, 0, rows - 1, Interpolation::Bilinear, 0.0);
-        let plane = rows * stride;
-        let (mut first, mut second) = (0, 0);
-        for i in 0..n {
-            let [d0, d1] = a.ahead(i, 2, stride, plane);
-            if i + 2 >= n {
-                assert_eq!([d0, d1], [0, 0], "{len}/{div}: no output two after {i}");
-                continue;
-            }
-            let on = i + 2;
-            if a.i0[on - 1] == a.i0[on] && a.i1[on - 1] == a.i1[on] {
-                assert_eq!([d0, d1], [0, 0], "{len}/{div}: output {on} reads {}'s rows", on - 1);
-                shared += 1;
-                continue;
-            }
-            assert_eq!(a.i0[i] + d0 / stride, a.i0[on], "{len}/{div} output {i}");
-            assert_eq!(d0 % stride, 0);
-            match a.w[on] != 0.0 && a.i1[on] != a.i0[on] {
-                true => {
-                    assert_eq!(a.i0[i] + d1 / stride, a.i1[on], "{len}/{div} output {i}, second row");
-                    second += 1;
-                }
-                false => assert_eq!(d1, 0, "{len}/{div} output {i}: one row"),
-            }
-            first += 1;
-        }
-        assert!(first > n / 3, "{len}/{div}: {first} outputs pointed");
-        if len == 900 {
-            assert!(second > n / 4, "2.5×: {second} second rows");
-        }
-        // A plane that stops halfway: no distance lands past it.
-        let half = rows / 2 * stride;
-        for i in 0..n {
-            for d in a.ahead(i, 2, stride, half).into_iter().filter(|&d| d != 0) {
-                assert!(a.i0[i] * stride + d < half, "{len}/{div} output {i}");
-            }
-        }
-    }
-    assert!(shared > 100, "the upscale's neighbours share rows: {shared}");
-}
-
-/// `Axis::new_rows` names every row an output reads at or before that output, and never a row
-/// the output before it read; on a downscale, each row once.
-#[test]
-fn axis_new_rows_name_each_row_read_once() {
-    for (n, len, div) in [(360, 1080, 1), (360, 900, 1), (360, 1080, 2), (720, 360, 1)] {
-        let rows = len / div;
-        let a = axis(n, 0, len, div, 0, rows - 1, Interpolation::Bilinear, 0.0);
-        let read = |i: usize| {
-            let mut r = vec![a.i0[i]];
-            if a.w[i] != 0.0 && a.i1[i] != a.i0[i] {
-                r.push(a.i1[i]);
-            }
-            r
-        };
-        let mut named = std::collections::BTreeMap::<usize, usize>::new();
-        for on in 0..n {
-            for r in a.new_rows(on).into_iter().flatten() {
-                assert!(read(on).contains(&r), "{len}/{div}: output {on} does not read row {r}");
-                assert!(on == 0 || !read(on - 1).contains(&r), "{len}/{div}: output {} read row {r}", on - 1);
-                *named.entry(r).or_default() += 1;
-            }
-            for r in read(on) {
-                assert!(named.contains_key(&r), "{len}/{div}: row {r} of output {on} not named by then");
-            }
-        }
-        if len > n {
-            assert!(named.values().all(|&k| k == 1), "{len}/{div}: a row named twice");
-        }
-        assert_eq!(a.new_rows(n), [None, None]);
-    }
 }
 
 /// Each group takes an equal part of its plane's later rows (`TapGroup::part`): YUY2's luma and
