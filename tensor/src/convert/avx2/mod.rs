@@ -445,6 +445,22 @@ unsafe fn finish_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
     n
 }
 
+/// A `Shuffle` block's asks for the lines `ahead` bytes on: its last window's line (`last`, the
+/// window's first byte), and the row's first block's first window's too (`first`): eight outputs
+/// span 24 bytes at 3x, so the block before asked for this block's first line. Asking for both
+/// windows' lines in every block cost NV12 at 3x 3-4 % (Intel Xeon, engine, one binary, both
+/// ways, three rounds: hot 0.234-0.239 -> 0.228-0.230 ms, 8 rotating frames 0.241-0.249 ->
+/// 0.230-0.238); YUY2, RGBA and 1600x900 level.
+#[inline(always)]
+fn block_asks(r0: &[u8], b: usize, first: u32, last: u32, ahead: [usize; 2]) {
+    for d in ahead.into_iter().filter(|&d| d != 0) {
+        if b == 0 {
+            prefetch(r0.as_ptr().wrapping_add(first as usize + d));
+        }
+        prefetch(r0.as_ptr().wrapping_add(last as usize + 15 + d));
+    }
+}
+
 /// The blocks of `sample` with `P` vectors of windows (1: two windows of four outputs; 2:
 /// four of two, OR-ed), `M` members, taps on samples (`SINGLE`) or not, one source row or two
 /// (`TWO`); returns how many blocks it wrote. Unoptimized, a function of its own per case
@@ -468,17 +484,7 @@ unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, con
     for b in 0..blocks {
         unsafe {
             let w = *bases.add(b);
-            // The block's last window's line (and the row's first block's first): eight outputs
-            // span 24 bytes at 3x, so the block before asked for this block's first line. Asking
-            // for both windows' lines in every block cost NV12 at 3x 3-4 % (Intel Xeon, engine,
-            // one binary, both ways, three rounds: hot 0.234-0.239 -> 0.228-0.230 ms, 8 rotating
-            // frames 0.241-0.249 -> 0.230-0.238); YUY2, RGBA and 1600x900 level.
-            for d in ahead.into_iter().filter(|&d| d != 0) {
-                if b == 0 {
-                    prefetch(r0.as_ptr().wrapping_add(w[0] as usize + d));
-                }
-                prefetch(r0.as_ptr().wrapping_add(w[2 * P - 1] as usize + 15 + d));
-            }
+            block_asks(r0, b, w[0], w[2 * P - 1], ahead);
             // Vector p's lanes are windows p and p + P: the plan keeps every base + 16 within
             // `reach`.
             let load = |r: &[u8], p: usize| {

@@ -2,9 +2,9 @@
 //! 256ths: each row's tap bytes across first by one `pmaddubsw` a pair of members, then the two
 //! rows down by one `pmaddwd`.
 
-use super::super::hint::prefetch;
 use super::super::lines::Lines;
 use super::super::plan::{row_steps, SampleRow, Shuffle};
+use super::block_asks;
 use std::arch::x86_64::*;
 
 /// The second row's weight in 256ths where `rows_first_blocks` takes a group's row: two rows (a
@@ -48,14 +48,7 @@ pub(super) unsafe fn rows_first_blocks<const M: usize>(
     for b in 0..blocks {
         unsafe {
             let w = *bases.add(b);
-            // As `shuffle_blocks`: the block's last window's line (and the row's first block's
-            // first).
-            for d in ahead.into_iter().filter(|&d| d != 0) {
-                if b == 0 {
-                    prefetch(r0.as_ptr().wrapping_add(w[0] as usize + d));
-                }
-                prefetch(r0.as_ptr().wrapping_add(w[1] as usize + 15 + d));
-            }
+            block_asks(r0, b, w[0], w[1], ahead);
             let load = |r: &[u8]| {
                 _mm256_loadu2_m128i(
                     r.as_ptr().add(w[1] as usize) as *const __m128i,
