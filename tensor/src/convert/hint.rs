@@ -81,6 +81,38 @@ pub(super) fn whole_near() -> bool {
     *NEAR.get_or_init(|| chosen_or("EDGEFIRST_CONVERT_NEAR", zen5))
 }
 
+/// How far past a float32 RGB store the finish asks for the output's line (`prefetch_store`).
+pub(super) const STORE_AHEAD: usize = 1024;
+
+/// The output's line at `p`, into the first-level cache (x86 T0), for a finish that writes four
+/// bytes a value: the float32 RGB tensor of a YUV source (2.8 MB a 640×360 picture, past the
+/// 2 MiB second-level cache) is written a line at a time, and each store that misses waits for
+/// its line to be read first. Asked for 1 KiB on (`STORE_AHEAD`), the element's float32 rows on
+/// the Intel Xeon went (`cargo bench`, three runs alternated, ms): NV12 8 camera frames
+/// 0.200–0.219 → 0.189–0.209, 32 frames 0.313–0.337 → 0.269–0.307, 1600×900 0.213–0.232 →
+/// 0.197–0.216; YUY2 0.208–0.237 → 0.199–0.223, 0.333–0.396 → 0.327–0.360, 0.247–0.296 →
+/// 0.225–0.253. Not for RGBA sources, whose four-byte pixels keep more of the line-fill buffers
+/// busy (the same runs: 0.237–0.268 → 0.250–0.276, 32 frames 0.448–0.462 → 0.474–0.525), nor for
+/// uint8 (engine, NV12, 8 frames: 0.145–0.155 → 0.151–0.165), whose tensor stays in the caches.
+/// The AVX2 level (engine, 8 frames, one binary both ways): NV12 0.308–0.314 → 0.298–0.312, YUY2
+/// 0.361–0.368 → 0.344–0.345. `output_asked` says where it is asked for.
+#[inline(always)]
+pub(super) fn prefetch_store(p: *const u8) {
+    ask::<T0>(p);
+}
+
+/// Whether the finish asks for its float32 output's lines (`prefetch_store`): on Intel's cores,
+/// where it was measured; `EDGEFIRST_CONVERT_STORE_ASKS=0` or `1` chooses on any CPU.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(super) fn output_asked() -> bool {
+    static ASKED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ASKED.get_or_init(|| {
+        chosen_or("EDGEFIRST_CONVERT_STORE_ASKS", || {
+            cpu().is_some_and(|(vendor, _)| &vendor == b"GenuineIntel")
+        })
+    })
+}
+
 /// Whether `driver::ahead::prefetch_row_pages` asks for rows no wider than a page (NV12's
 /// planes, YUY2): on AMD's cores, where the rows' last lines paid (Zen 4, the thirtieth
 /// session: NV12 on 32 rotating frames 0.219–0.221 → 0.178–0.184 ms), and not on Intel's, where

@@ -21,7 +21,7 @@ mod rows_first;
 mod taps;
 mod vertical;
 mod whole;
-use super::hint::{prefetch, prefetch_span};
+use super::hint::{output_asked, prefetch, prefetch_span, prefetch_store, STORE_AHEAD};
 pub(super) use boxes::{box_blocks, box_sums, box_sums_split};
 pub(super) use finish_bytes::finish_bytes;
 pub(super) use pixels::{pack_planar, pixel_words, pixels, pixels_bytes};
@@ -311,6 +311,7 @@ unsafe fn finish_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
         bias[i] = _mm256_set1_ps(f.bias[i]);
     }
     let signed = f.signed;
+    let ask_out = K == YUV && OUT == FLOAT && output_asked();
     let row = unsafe { dst.0.add(y * f.row_stride + x0 * if f.chw { esz } else { nc * esz }) };
     let mut x = 0;
     while x < n {
@@ -362,6 +363,12 @@ unsafe fn finish_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
                     }
                 } else if nc == 3 {
                     let at = row.add(12 * x) as *mut f32;
+                    if ask_out {
+                        // The 96 bytes' lines, one or two.
+                        let line = (at as *const u8).wrapping_add(STORE_AHEAD);
+                        prefetch_store(line);
+                        prefetch_store(line.wrapping_add(64));
+                    }
                     // Per 128-bit lane (four pixels), R, G, B rotated in place so that each of
                     // the three output vectors is two blends of them; then the lanes put in
                     // order. 12 shuffles and blends for 8 pixels where cross-lane permutes of

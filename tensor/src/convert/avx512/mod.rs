@@ -10,6 +10,7 @@ use super::finish::{
     channels, fill_blocks, finish_dispatch, finish_yuv_bytes_dispatch, folded, order, yuv_rows, FinishValues,
     SendPtr, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
+use super::hint::{output_asked, prefetch_store, STORE_AHEAD};
 use super::lines::Lines;
 use std::arch::x86_64::*;
 
@@ -177,6 +178,8 @@ struct Consts {
     signed: bool,
     chw: bool,
     plane_stride: usize,
+    /// Ask for the float32 RGB output's lines ahead of the stores (`hint::prefetch_store`).
+    ask_out: bool,
 }
 
 /// `finish` for one source kind, colourspace and output form. Unoptimized, a function of its own
@@ -205,6 +208,7 @@ unsafe fn finish_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
         signed: f.signed,
         chw: f.chw,
         plane_stride: f.plane_stride,
+        ask_out: K == YUV && OUT == FLOAT && output_asked(),
     };
     for i in 0..3 {
         for j in 0..3 {
@@ -302,6 +306,11 @@ unsafe fn pixels<S: Values, const K: u8, const CS: u8, const OUT: u8>(
                 }
             } else if nc == 3 {
                 let at = row.add(12 * x) as *mut f32;
+                if k.ask_out {
+                    for v in 0..3 {
+                        prefetch_store((at.add(16 * v) as *const u8).wrapping_add(STORE_AHEAD));
+                    }
+                }
                 for v in 0..3 {
                     let a = _mm512_loadu_si512(RGB32[v][0].as_ptr() as *const _);
                     let b = _mm512_loadu_si512(RGB32[v][1].as_ptr() as *const _);
