@@ -5,7 +5,8 @@
 //! `CONVERT_SPEED_FILTER=area` (or `nearest`, `bilinear-antialias`, `bicubic`, `bicubic-opencv`)
 //! times that resampling filter instead of bilinear; `CONVERT_SPEED_THREADS=2` converts on that
 //! many band threads; `CONVERT_SPEED_SOURCE=1600x900` sets the source size;
-//! `CONVERT_SPEED_SITE=mpeg2` sites the chroma as camera caps without colorimetry do.
+//! `CONVERT_SPEED_SITE=mpeg2` sites the chroma as camera caps without colorimetry do;
+//! `CONVERT_SPEED_CHW=1` writes planar tensors; `CONVERT_SPEED_FRAMES=8` rotates frames.
 //!
 //!     cargo run --release -p edgefirst-tensor --example convert-speed
 
@@ -42,6 +43,8 @@ fn main() {
     // `CONVERT_SPEED_OUT=160` makes a square tensor of that side instead of 640 (with a small
     // source: the same work on a frame that stays in the second-level cache).
     let side = std::env::var("CONVERT_SPEED_OUT").ok().and_then(|v| v.parse().ok()).unwrap_or(640usize);
+    // `CONVERT_SPEED_CHW=1` writes planar (chw) tensors instead of interleaved (hwc) ones.
+    let chw = std::env::var("CONVERT_SPEED_CHW").is_ok_and(|v| v == "1");
     let srcs: Vec<Vec<u8>> = (0..frames).map(|i| vec![77u8 ^ i as u8; w * h * 4]).collect();
     for (f, dt) in [
         (PixelFormat::Nv12, DType::U8),
@@ -56,7 +59,7 @@ fn main() {
                 continue;
             }
         }
-        let dst = DstLayout::dense(side, side, Colorspace::Rgb, false, dt);
+        let dst = DstLayout::dense(side, side, Colorspace::Rgb, chw, dt);
         let threads = std::env::var("CONVERT_SPEED_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
         let c = Converter::new(f, w, h, dst, &spec, threads).unwrap();
         fn image(f: PixelFormat, w: usize, h: usize, src: &[u8]) -> SrcImage<'_> {

@@ -81,13 +81,16 @@ pub(super) fn whole_near() -> bool {
     *NEAR.get_or_init(|| chosen_or("EDGEFIRST_CONVERT_NEAR", zen5))
 }
 
-/// How far past a float32 RGB store the finish asks for the output's line (`prefetch_store`).
+/// How far past a float32 store the finish asks for the output's line (`prefetch_store`).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) const STORE_AHEAD: usize = 1024;
 
 /// The output's line at `p`, into the first-level cache (x86 T0), for a finish that writes four
-/// bytes a value: the float32 RGB tensor of a YUV source (2.8 MB a 640×360 picture, past the
+/// bytes a value: the float32 tensor of a YUV source (2.8 MB a 640×360 RGB picture, past the
 /// 2 MiB second-level cache) is written a line at a time, and each store that misses waits for
-/// its line to be read first. Asked for 1 KiB on (`STORE_AHEAD`), the element's float32 rows on
+/// its line to be read first. Planar (chw) too, a line of each plane: engine, 8 frames, one binary
+/// both ways, NV12 0.261–0.266 → 0.253–0.255 ms, YUY2 0.270–0.274 → 0.256–0.258; AVX2 NV12
+/// 0.316–0.333 → 0.283–0.290, YUY2 0.365–0.378 → 0.340–0.343. Interleaved, the element's rows on
 /// the Intel Xeon went (`cargo bench`, three runs alternated, ms): NV12 8 camera frames
 /// 0.200–0.219 → 0.189–0.209, 32 frames 0.313–0.337 → 0.269–0.307, 1600×900 0.213–0.232 →
 /// 0.197–0.216; YUY2 0.208–0.237 → 0.199–0.223, 0.333–0.396 → 0.327–0.360, 0.247–0.296 →
@@ -96,6 +99,7 @@ pub(super) const STORE_AHEAD: usize = 1024;
 /// uint8 (engine, NV12, 8 frames: 0.145–0.155 → 0.151–0.165), whose tensor stays in the caches.
 /// The AVX2 level (engine, 8 frames, one binary both ways): NV12 0.308–0.314 → 0.298–0.312, YUY2
 /// 0.361–0.368 → 0.344–0.345. `output_asked` says where it is asked for.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 pub(super) fn prefetch_store(p: *const u8) {
     ask::<T0>(p);

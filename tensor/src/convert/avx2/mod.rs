@@ -359,6 +359,9 @@ unsafe fn finish_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
             if OUT == FLOAT {
                 if f.chw || nc == 1 {
                     for i in 0..nc {
+                        if ask_out {
+                            prefetch_store(row.add(i * f.plane_stride + 4 * x).wrapping_add(STORE_AHEAD));
+                        }
                         _mm256_storeu_ps(row.add(i * f.plane_stride + 4 * x) as *mut f32, ch[i]);
                     }
                 } else if nc == 3 {

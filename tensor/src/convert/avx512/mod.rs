@@ -178,7 +178,7 @@ struct Consts {
     signed: bool,
     chw: bool,
     plane_stride: usize,
-    /// Ask for the float32 RGB output's lines ahead of the stores (`hint::prefetch_store`).
+    /// Ask for the float32 output's lines ahead of the stores (`hint::prefetch_store`).
     ask_out: bool,
 }
 
@@ -302,6 +302,9 @@ unsafe fn pixels<S: Values, const K: u8, const CS: u8, const OUT: u8>(
         if OUT == FLOAT {
             if k.chw || nc == 1 {
                 for i in 0..nc {
+                    if k.ask_out {
+                        prefetch_store(row.add(i * k.plane_stride + 4 * x).wrapping_add(STORE_AHEAD));
+                    }
                     _mm512_mask_storeu_ps(row.add(i * k.plane_stride + 4 * x) as *mut f32, px, ch[i]);
                 }
             } else if nc == 3 {
