@@ -84,9 +84,10 @@ unsafe fn whole_blocks<const L: usize, const M: usize, const R: usize, const P: 
             && plan.ctl.len() >= tables * pairs * L
     );
     assert!((blocks == 0 || tables > 0) && (plan.tied.is_empty() || blocks > 0));
-    // Each block's table and each tied block kept in range where they are read (`table_of`, a
-    // compare each), not every table checked on every call (as AVX-512's `whole_blocks`; NV12
-    // `bilinear-antialias` at this level, 8 frames, 0.392–0.396 → 0.387–0.392 ms).
+    // Each block's table and each tied block kept in range where they are read
+    // (`Whole8::table_of`, a compare each), not every table checked on every call (as AVX-512's
+    // `whole_blocks`; NV12 `bilinear-antialias` at this level, 8 frames, 0.392–0.396 →
+    // 0.387–0.392 ms).
     debug_assert!(plan.table[..blocks].iter().all(|&t| (t as usize) < tables), "tables are tables");
     debug_assert!(plan.tied.iter().all(|&b| (b as usize) < blocks), "tied blocks are blocks");
     // Loops, not `array::from_fn`: with the pair count a constant, LLVM left those closures
@@ -108,7 +109,7 @@ unsafe fn whole_blocks<const L: usize, const M: usize, const R: usize, const P: 
         let mut held = (usize::MAX, empty);
         for b in 0..blocks {
             if *plan.plain.get_unchecked(b) {
-                let t = table_of(plan, b);
+                let t = plan.table_of(b);
                 if t != held.0 {
                     held = (t, Held8::load(plan, t));
                 }
@@ -130,15 +131,6 @@ unsafe fn whole_blocks<const L: usize, const M: usize, const R: usize, const P: 
     plan.done
 }
 
-/// Block `b`'s table (`Whole8::table`), the last where the plan names one past them (never, as
-/// planned), so that no load leaves the tables (`whole_blocks` asserts a plan with blocks has
-/// tables).
-#[inline(always)]
-unsafe fn table_of(plan: &Whole8, b: usize) -> usize {
-    let tables = plan.tables();
-    (*plan.table.get_unchecked(b) as usize).min(tables - 1)
-}
-
 /// Block `b` of `whole_blocks` over rows `row`, with the ties' remainders where `TIE`: a tie
 /// (`2S + D = 2D · q`) whose remainders sum below 0 is PIL's `q − 1` (`weights::pil_tied`).
 #[inline(always)]
@@ -152,7 +144,7 @@ unsafe fn whole_block<const L: usize, const M: usize, const R: usize, const TIE:
 ) {
     unsafe {
         let [s0, s1] = *plan.bases.get_unchecked(b);
-        let t = table_of(plan, b);
+        let t = plan.table_of(b);
         let (s0, s1) = (s0 as usize, s1 as usize);
         let v = windows::<L, R>(row, s0, s1, ahead);
         // Sums from `D` over twice the weights are `2S + D` (`Whole8::k`); with ties, the

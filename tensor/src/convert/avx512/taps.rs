@@ -299,9 +299,10 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize>(
     assert!(
         plan.table.len() >= blocks && (blocks == 0 || tables > 0) && (plan.tied.is_empty() || blocks > 0)
     );
-    // Each block's table and each tied block are kept in range where they are read (`table_of`,
-    // `tied_block`: a compare each) rather than every table checked on every call, which was
-    // 1.5 % of the 1080p NV12 `bilinear-antialias` frame (8 frames 0.263–0.277 → 0.260–0.268 ms).
+    // Each block's table and each tied block are kept in range where they are read
+    // (`Whole::table_of`, `tied_block`: a compare each) rather than every table checked on every
+    // call, which was 1.5 % of the 1080p NV12 `bilinear-antialias` frame (8 frames 0.263–0.277 →
+    // 0.260–0.268 ms).
     debug_assert!(plan.table[..blocks].iter().all(|&t| (t as usize) < tables));
     debug_assert!(plan.tied.iter().all(|&b| (b as usize) < blocks), "tied blocks are blocks");
     let row: [*const u8; R] = std::array::from_fn(|i| rows[i].as_ptr());
@@ -357,7 +358,7 @@ unsafe fn plain_blocks<const NARROW: bool, const M: usize, const R: usize, const
                 whole_block::<NARROW, M, R, false>(row, plan, out, b);
                 continue;
             }
-            let t = table_of(plan, b);
+            let t = plan.table_of(b);
             if t != held.0 {
                 held = (t, Held::<P>::load::<false>(plan, t));
             }
@@ -382,7 +383,7 @@ unsafe fn tied_blocks<const NARROW: bool, const M: usize, const R: usize, const 
     let mut held = (usize::MAX, Held::<P>::EMPTY);
     for &b in &plan.tied {
         let b = tied_block(b, blocks);
-        let t = table_of(plan, b);
+        let t = plan.table_of(b);
         if t != held.0 {
             held = (t, Held::<P>::load::<true>(plan, t));
         }
@@ -412,16 +413,7 @@ unsafe fn windows<const NARROW: bool, const R: usize>(
     }
 }
 
-/// Block `b`'s table (`Whole::table`), the last where the plan names one past them (never, as
-/// planned: `whole_blocks` checks it in debug builds), so that no load leaves the tables.
-/// (`whole_blocks` asserts a plan with blocks has tables.)
-#[inline(always)]
-unsafe fn table_of(plan: &Whole, b: usize) -> usize {
-    let tables = plan.tables();
-    (*plan.table.get_unchecked(b) as usize).min(tables - 1)
-}
-
-/// Tied block `b` (`Whole::tied`) kept among the `blocks` (as `table_of`).
+/// Tied block `b` (`Whole::tied`) kept among the `blocks` (as `Whole::table_of`).
 #[inline(always)]
 fn tied_block(b: u32, blocks: usize) -> usize {
     (b as usize).min(blocks - 1)
@@ -437,7 +429,7 @@ unsafe fn whole_block<const NARROW: bool, const M: usize, const R: usize, const 
 ) {
     let pairs = plan.pairs;
     let base = *plan.bases.get_unchecked(b) as usize;
-    let t = table_of(plan, b);
+    let t = plan.table_of(b);
     unsafe {
         let (a, c) = windows::<NARROW, R>(row, base);
         let d = _mm512_load_si512(plan.d.as_ptr().add(t) as *const _);

@@ -83,6 +83,18 @@ impl Whole8 {
         self.d.len().min(self.mul.len()).min(self.shift.len())
     }
 
+    /// Block `b`'s table (`table[b]`), the last where the plan names one past them (never, as
+    /// planned), so that no load leaves the tables; the kernels read it once a block.
+    ///
+    /// # Safety
+    /// `b < self.table.len()` and `self.tables() > 0` (the kernels assert a plan with blocks has
+    /// tables).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    #[inline(always)]
+    pub(in crate::convert) unsafe fn table_of(&self, b: usize) -> usize {
+        unsafe { (*self.table.get_unchecked(b) as usize).min(self.tables() - 1) }
+    }
+
     /// The blocks for one or two members at byte `offsets` from `base[x]` (output `x`'s first
     /// tap of the first member), taps `step` bytes apart, in rows of `row_len` bytes, whose
     /// 2^-22 blocks are `b8` (their non-whole outputs' blocks); `None` where the filter has no
