@@ -8,10 +8,10 @@ use super::block_asks;
 use std::arch::x86_64::*;
 
 /// The second row's weight in 256ths where `rows_first_blocks` takes a group's row: two rows (a
-/// weight strictly between 0 and 1), two taps across, one vector of windows (`Shuffle::windows`
-/// 2) and every column weight whole quarters (`Shuffle::pairs` and `Shuffle::across` made).
+/// weight strictly between 0 and 1), two taps across, and `Shuffle::pairs` made (one vector of
+/// windows, every column weight whole quarters).
 pub(super) fn row_weight(wy: f32, single: bool, plan: &Shuffle) -> Option<u32> {
-    row_steps(wy).filter(|_| !single && plan.windows == 2 && !plan.pairs.is_empty())
+    row_steps(wy).filter(|_| !single && !plan.pairs.is_empty())
 }
 
 /// `shuffle_blocks::<1, M, false, true>` with the taps blended across in bytes: one `pshufb` a row
