@@ -4,7 +4,7 @@
 
 use super::super::lines::Lines;
 use super::super::plan::{row_steps, SampleRow, Shuffle};
-use super::block_asks;
+use super::{block_asks, Scaled};
 use std::arch::x86_64::*;
 
 /// The second row's weight in 256ths where `rows_first_blocks` takes a group's row: two rows (a
@@ -18,7 +18,8 @@ pub(super) fn row_weight(wy: f32, single: bool, plan: &Shuffle) -> Option<u32> {
 /// and pair of members puts each output's two tap bytes side by side (`Shuffle::pairs`), one
 /// `pmaddubsw` blends them by the column weights in quarters (`(256 - w) / 4`, `w / 4`: at most
 /// 64, a sum at most 255 · 64), an interleave of the two rows' words and one `pmaddwd` by the row
-/// weights (`256 - k`, `k`) blend them down, then a conversion and the scale by 2^-14. The sums
+/// weights (`256 - k`, `k`) blend them down, then the scale by 2^-14 (`Scaled`: an `or` and a
+/// subtract, the floats a conversion and a multiply make). The sums
 /// are the whole numbers `shuffle_blocks` makes, divided by 4 (`plan::WEIGHT_STEPS`: exact
 /// either way), so the floats are equal; where `shuffle_blocks` takes two shuffles, two
 /// `pmaddwd`, two conversions and three float operations a member, this takes per pair of members
@@ -43,7 +44,8 @@ pub(super) unsafe fn rows_first_blocks<const M: usize>(
     let (rows, width) = g.member_rows::<M>(out);
     let blocks = plan.bases.len().min(plan.across.len()).min(plan.pairs.len() / pairs).min(width / 8);
     let down = _mm256_set1_epi32(((256 - k) | (k << 16)) as i32);
-    let unit = _mm256_set1_ps(1.0 / (1 << 14) as f32);
+    // The sums are at most 255 · 64 · 256, below 2^23: `Scaled`'s range.
+    let unit = Scaled::new(1.0 / (1 << 14) as f32);
     let (bases, controls, weights) = (plan.bases.as_ptr(), plan.pairs.as_ptr(), plan.across.as_ptr());
     for b in 0..blocks {
         unsafe {
@@ -62,10 +64,10 @@ pub(super) unsafe fn rows_first_blocks<const M: usize>(
                 let h0 = _mm256_maddubs_epi16(_mm256_shuffle_epi8(a, ctl), across);
                 let h1 = _mm256_maddubs_epi16(_mm256_shuffle_epi8(c, ctl), across);
                 let v = _mm256_madd_epi16(_mm256_unpacklo_epi16(h0, h1), down);
-                _mm256_storeu_ps(rows[2 * p].add(8 * b), _mm256_mul_ps(_mm256_cvtepi32_ps(v), unit));
+                _mm256_storeu_ps(rows[2 * p].add(8 * b), unit.of(v));
                 if 2 * p + 1 < M {
                     let v = _mm256_madd_epi16(_mm256_unpackhi_epi16(h0, h1), down);
-                    _mm256_storeu_ps(rows[2 * p + 1].add(8 * b), _mm256_mul_ps(_mm256_cvtepi32_ps(v), unit));
+                    _mm256_storeu_ps(rows[2 * p + 1].add(8 * b), unit.of(v));
                 }
             }
         }

@@ -7,6 +7,7 @@
 use super::super::hint::prefetch_window;
 use super::super::lines::Lines;
 use super::super::plan::{row_steps, Aligned64, Permute, SampleRow, Windows, WEIGHT_UNIT};
+use super::Scaled;
 use std::arch::x86_64::*;
 
 /// A group's source rows with its `Permute` plan.
@@ -299,7 +300,7 @@ struct RowsFirst<'a, const SHAPE: u8, const M: usize> {
     at: Rows<'a, M>,
     /// The first row's byte of a pair, then the second's.
     weights: __m512i,
-    unit: __m512,
+    unit: Scaled,
     /// The pairs' first bytes, then their second.
     masks: (u64, u64),
 }
@@ -314,7 +315,7 @@ impl<'a, const SHAPE: u8, const M: usize> RowsFirst<'a, SHAPE, M> {
             at: Rows::new::<SHAPE>(row, out),
             weights: _mm512_set1_epi16(((half << 8) | (128 - half)) as i16),
             // The halved row weights make the sums 2^-15ths.
-            unit: _mm512_set1_ps(2.0 * WEIGHT_UNIT * WEIGHT_UNIT),
+            unit: Scaled::new(2.0 * WEIGHT_UNIT * WEIGHT_UNIT),
             masks: opaque::<SHAPE, _>((0x5555_5555_5555_5555u64, 0xaaaa_aaaa_aaaa_aaaau64)),
         }
     }
@@ -338,7 +339,8 @@ impl<const SHAPE: u8, const M: usize> Blocks for RowsFirst<'_, SHAPE, M> {
                 let ctl = _mm512_loadu_si512(controls.as_ptr().add((b * M + j) * 2 + 1) as *const _);
                 let pairs = pick::<SHAPE>(pick::<SHAPE>(zero, &w0, ctl, top), &w1, ctl, bottom);
                 let down = _mm512_maddubs_epi16(pairs, self.weights);
-                let v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(down, wqv)), self.unit);
+                // At most 255 · 128 · 256, below 2^23: `Scaled`'s range.
+                let v = self.unit.of(_mm512_madd_epi16(down, wqv));
                 _mm512_storeu_ps(rows[j].add(16 * b), v);
             }
         }
