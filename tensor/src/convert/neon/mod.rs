@@ -81,7 +81,6 @@ unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, cons
     let (rows, width) = g.member_rows::<M>(out);
     let blocks = plan.bases.len().min(wq.len() / 8).min(plan.controls.len() / per_block).min(width / 8);
     let wyv = vdupq_n_f32(wy);
-    let unit = vdupq_n_f32(WEIGHT_UNIT);
     let tap = if SINGLE { 0 } else { P };
     let (bases, controls) = (plan.bases.as_ptr(), plan.controls.as_ptr());
     for b in 0..blocks {
@@ -125,17 +124,18 @@ unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, cons
                         // Taps as the two u16 of each u32, times (1 - w, w): at most 255 · 256,
                         // so the products and their pairwise sum are exact in u16 / u32 (the
                         // `pmaddwd` of the x86 levels).
+                        // In 256ths (`WEIGHT_UNIT`), scaled by the conversion itself (exact
+                        // either way): a power of two's scale commutes with the rows' blend, so
+                        // scaling first gives the floats scaling after did, one multiply fewer.
+                        const { assert!(WEIGHT_UNIT * 256.0 == 1.0) };
                         let blend = vmulq_u16(vreinterpretq_u16_u8(t), pairs[h]);
-                        vcvtq_f32_u32(vpaddlq_u16(blend))
+                        vcvtq_n_f32_u32::<8>(vpaddlq_u16(blend))
                     }
                 };
                 for h in 0..2 {
                     let top = pick(&v0, h);
-                    let mut v =
+                    let v =
                         if TWO { vaddq_f32(top, vmulq_f32(wyv, vsubq_f32(pick(&v1, h), top))) } else { top };
-                    if !SINGLE {
-                        v = vmulq_f32(v, unit);
-                    }
                     vst1q_f32(rows[j].add(8 * b + 4 * h), v);
                 }
             }
