@@ -4,7 +4,7 @@
 
 use super::super::lines::Lines;
 use super::super::plan::{row_steps, SampleRow, Shuffle};
-use super::{block_asks, Scaled};
+use super::{block_asks, first_asks, Scaled};
 use std::arch::x86_64::*;
 
 /// The second row's weight in 256ths where `rows_first_blocks` takes a group's row: two rows (a
@@ -47,10 +47,13 @@ pub(super) unsafe fn rows_first_blocks<const M: usize>(
     // The sums are at most 255 · 64 · 256, below 2^23: `Scaled`'s range.
     let unit = Scaled::new(1.0 / (1 << 14) as f32);
     let (bases, controls, weights) = (plan.bases.as_ptr(), plan.pairs.as_ptr(), plan.across.as_ptr());
+    if blocks > 0 {
+        first_asks(r0, plan.bases[0][0], ahead);
+    }
     for b in 0..blocks {
         unsafe {
             let w = *bases.add(b);
-            block_asks(r0, b, w[0], w[1], ahead);
+            block_asks::<true>(r0, w[1], ahead);
             let load = |r: &[u8]| {
                 _mm256_loadu2_m128i(
                     r.as_ptr().add(w[1] as usize) as *const __m128i,

@@ -193,15 +193,26 @@ fn block_count<const M: usize>(row: &Row<'_>, width: usize) -> usize {
 
 /// One row's windows at block `b` (bases `per * b`, and `per * b + 1` for two per block):
 /// `[first, _, _, _]` narrow, `[first half's, second half's, _, _]` halves, and split the two
-/// 128-byte windows as `[first, first + 64, second, second + 64]`; the row's lines `ahead`
-/// bytes on asked for first.
+/// 128-byte windows as `[first, first + 64, second, second + 64]`; where `ASK`, the row's lines
+/// `ahead` bytes on asked for first: the first distance as it is (where it is 0 the lines are
+/// the block's own, cached already), the second where it is not 0 (a row's one-row blocks pass
+/// it as a constant 0). A test a distance a block took a sixth of NV12's AVX2 luma loop
+/// (`avx2::block_asks`).
 #[inline(always)]
-unsafe fn windows<const SHAPE: u8>(row: &[u8], bases: &[u32], b: usize, ahead: [usize; 2]) -> [__m512i; 4] {
+unsafe fn windows<const SHAPE: u8, const ASK: bool>(
+    row: &[u8],
+    bases: &[u32],
+    b: usize,
+    ahead: [usize; 2],
+) -> [__m512i; 4] {
     let per = if SHAPE == NARROW { 1 } else { 2 };
     unsafe {
         let at = |h: usize| *bases.get_unchecked(per * b + h) as usize;
         let (ba, bb) = (at(0), at(per - 1));
-        for d in ahead.into_iter().filter(|&d| d != 0) {
+        for (i, d) in ahead.into_iter().enumerate() {
+            if !ASK || (i == 1 && d == 0) {
+                continue;
+            }
             // Halves: the first window's two lines, where the second window mostly begins (a
             // hint: a line it misses is loaded as before).
             prefetch_window(&[row.as_ptr()], ba + d, SHAPE != NARROW);
@@ -332,8 +343,8 @@ impl<const SHAPE: u8, const M: usize> Blocks for RowsFirst<'_, SHAPE, M> {
         let (top, bottom) = self.masks;
         let zero = _mm512_setzero_si512();
         unsafe {
-            let w0 = windows::<SHAPE>(r0, bases, b, ahead);
-            let w1 = windows::<SHAPE>(r1, bases, b, [0, 0]);
+            let w0 = windows::<SHAPE, true>(r0, bases, b, ahead);
+            let w1 = windows::<SHAPE, false>(r1, bases, b, ahead);
             let wqv = _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _);
             for j in 0..M {
                 let ctl = _mm512_loadu_si512(controls.as_ptr().add((b * M + j) * 2 + 1) as *const _);
@@ -386,8 +397,8 @@ impl<const SHAPE: u8, const M: usize, const SINGLE: bool, const TWO: bool> Block
         let form = usize::from(!SINGLE);
         let zero = _mm512_setzero_si512();
         unsafe {
-            let w0 = windows::<SHAPE>(r0, bases, b, ahead);
-            let w1 = if TWO { windows::<SHAPE>(r1, bases, b, [0, 0]) } else { w0 };
+            let w0 = windows::<SHAPE, true>(r0, bases, b, if TWO { ahead } else { [ahead[0], 0] });
+            let w1 = if TWO { windows::<SHAPE, false>(r1, bases, b, ahead) } else { w0 };
             let wqv = if SINGLE { zero } else { _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _) };
             for j in 0..M {
                 let ctl = _mm512_loadu_si512(controls.as_ptr().add((b * M + j) * 2 + form) as *const _);
