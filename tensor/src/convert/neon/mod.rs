@@ -60,6 +60,29 @@ pub(super) fn sample(row: SampleRow<'_, Shuffle>, wx: &[f32], out: &mut [Lines<f
     row.tail(wx, 8, blocks, out)
 }
 
+/// A row's first block's first window's lines at each distance `ahead` (`avx2::first_asks`).
+#[inline(always)]
+fn first_asks(r0: &[u8], first: u32, ahead: [usize; 2]) {
+    for d in ahead.into_iter().filter(|&d| d != 0) {
+        prefetch(r0.as_ptr().wrapping_add(first as usize + d));
+    }
+}
+
+/// A block's last window's lines: the first distance as it is, the second only where the block
+/// blends two rows and it is not 0 (`avx2::block_asks`, which measured both the tests and the
+/// first window's asks a block slower on x86). llvm-mca, cycles per 16 pixels (a53 / a55 /
+/// neoverse-n1 / a76), from each block asking for its first window too, a test a distance:
+/// NV12 sampling 546 / 382 / 71.3 / 138.6 -> 520 / 360 / 72.3 / 128.6, rows first 476 / 332 /
+/// 55.3 / 104.6 -> 450 / 310 / 54.3 / 95.3, YUY2 460 / 312 / 47.3 / 112.5 -> 428 / 296 / 44.7 /
+/// 102.6, RGBA 412 / 282 / 44.2 / 102.2 -> 396 / 274 / 44.2 / 98.2 (a board's memory unmeasured).
+#[inline(always)]
+fn block_asks<const TWO: bool>(r0: &[u8], last: u32, ahead: [usize; 2]) {
+    prefetch(r0.as_ptr().wrapping_add(last as usize + 15 + ahead[0]));
+    if TWO && ahead[1] != 0 {
+        prefetch(r0.as_ptr().wrapping_add(last as usize + 15 + ahead[1]));
+    }
+}
+
 /// The blocks of eight outputs of one group, `P` vectors of windows (see `Shuffle`: 1, two
 /// windows of four outputs; 2, four of two), `M` members, taps on samples (`SINGLE`) or not, one
 /// source row or two (`TWO`); returns how many blocks it wrote.
@@ -83,14 +106,13 @@ unsafe fn sample_blocks<const P: usize, const M: usize, const SINGLE: bool, cons
     let wyv = vdupq_n_f32(wy);
     let tap = if SINGLE { 0 } else { P };
     let (bases, controls) = (plan.bases.as_ptr(), plan.controls.as_ptr());
+    if blocks > 0 {
+        first_asks(r0, plan.bases[0][0], ahead);
+    }
     for b in 0..blocks {
         unsafe {
             let w = *bases.add(b);
-            // The block's first and last windows at each distance (`avx2::sample`'s lines).
-            for d in ahead.into_iter().filter(|&d| d != 0) {
-                prefetch(r0.as_ptr().wrapping_add(w[0] as usize + d));
-                prefetch(r0.as_ptr().wrapping_add(w[2 * P - 1] as usize + 15 + d));
-            }
+            block_asks::<TWO>(r0, w[2 * P - 1], ahead);
             // Window i of the block (2P of them); the plan keeps every base + 16 within `reach`.
             let mut v0 = [vdupq_n_u8(0); 8];
             let mut v1 = [vdupq_n_u8(0); 8];

@@ -1,9 +1,9 @@
 //! NEON bilinear sampling with the two rows blended first, for groups of two or more members
 //! (NV12's U and V): the window's bytes down once, then each member's taps across.
 
-use super::super::hint::prefetch;
 use super::super::lines::Lines;
 use super::super::plan::{row_steps, SampleRow, Shuffle, WEIGHT_UNIT};
+use super::{block_asks, first_asks};
 use std::arch::aarch64::*;
 
 /// The second row's weight in 256ths where `rows_first_blocks` takes a group's row: two rows (a
@@ -40,13 +40,13 @@ pub(super) unsafe fn rows_first_blocks<const M: usize>(
     let blocks = plan.bases.len().min(wq.len() / 8).min(plan.words.len() / M).min(width / 8);
     let (top, bottom) = (vdupq_n_u8(0u8.wrapping_sub(k)), vdupq_n_u8(k));
     let (bases, words) = (plan.bases.as_ptr(), plan.words.as_ptr());
+    if blocks > 0 {
+        first_asks(r0, plan.bases[0][0], ahead);
+    }
     for b in 0..blocks {
         unsafe {
             let w = *bases.add(b);
-            for d in ahead.into_iter().filter(|&d| d != 0) {
-                prefetch(r0.as_ptr().wrapping_add(w[0] as usize + d));
-                prefetch(r0.as_ptr().wrapping_add(w[1] as usize + 15 + d));
-            }
+            block_asks::<true>(r0, w[1], ahead);
             let at = wq.as_ptr().add(8 * b) as *const u16;
             let weights = [vld1q_u16(at), vld1q_u16(at.add(8))];
             let picks = words.add(b * M);
