@@ -306,12 +306,29 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize>(
     debug_assert!(plan.table[..blocks].iter().all(|&t| (t as usize) < tables));
     debug_assert!(plan.tied.iter().all(|&b| (b as usize) < blocks), "tied blocks are blocks");
     let row: [*const u8; R] = std::array::from_fn(|i| rows[i].as_ptr());
-    let asks = (ahead, ahead != 0 && whole_near());
-    match pairs {
-        2 => plain_blocks::<NARROW, M, R, 2>(&row, plan, out, asks, blocks),
-        3 => plain_blocks::<NARROW, M, R, 3>(&row, plan, out, asks, blocks),
-        4 => plain_blocks::<NARROW, M, R, 4>(&row, plan, out, asks, blocks),
-        _ => plain_blocks::<NARROW, M, R, 0>(&row, plan, out, asks, blocks),
+    // Asks: none, by T1, or by T0 (`whole_near`).
+    match (
+        pairs,
+        if ahead == 0 {
+            0
+        } else if whole_near() {
+            2
+        } else {
+            1
+        },
+    ) {
+        (2, 0) => plain_blocks::<NARROW, M, R, 2, 0>(&row, plan, out, ahead, blocks),
+        (3, 0) => plain_blocks::<NARROW, M, R, 3, 0>(&row, plan, out, ahead, blocks),
+        (4, 0) => plain_blocks::<NARROW, M, R, 4, 0>(&row, plan, out, ahead, blocks),
+        (_, 0) => plain_blocks::<NARROW, M, R, 0, 0>(&row, plan, out, ahead, blocks),
+        (2, 1) => plain_blocks::<NARROW, M, R, 2, 1>(&row, plan, out, ahead, blocks),
+        (3, 1) => plain_blocks::<NARROW, M, R, 3, 1>(&row, plan, out, ahead, blocks),
+        (4, 1) => plain_blocks::<NARROW, M, R, 4, 1>(&row, plan, out, ahead, blocks),
+        (_, 1) => plain_blocks::<NARROW, M, R, 0, 1>(&row, plan, out, ahead, blocks),
+        (2, _) => plain_blocks::<NARROW, M, R, 2, 2>(&row, plan, out, ahead, blocks),
+        (3, _) => plain_blocks::<NARROW, M, R, 3, 2>(&row, plan, out, ahead, blocks),
+        (4, _) => plain_blocks::<NARROW, M, R, 4, 2>(&row, plan, out, ahead, blocks),
+        (_, _) => plain_blocks::<NARROW, M, R, 0, 2>(&row, plan, out, ahead, blocks),
     }
     // The tied blocks after the others, so that those test nothing per block: tested in the
     // loop above (2.5×'s two edge blocks tied in a row of 20), 900p RGBA antialias went 0.569 →
@@ -330,7 +347,10 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize>(
 }
 
 /// The plain blocks (whole, no ties) of `whole_blocks`, the first `blocks`, asking for every
-/// block's window `ahead` bytes on (by T0 where `near`: `hint::prefetch_window_near`). With `P` pairs (not 0: `plan.pairs`), a table is held in
+/// block's window `ahead` bytes on (`ASK`: 0 none, 1 by T1, 2 by T0: `hint::prefetch_window_near`)
+/// with no test a block: the two tests a block (whether to ask, which hint) were 3 % of 1080p
+/// NV12 `bilinear-antialias` (engine, Intel Xeon, alternated four times: hot 0.270-0.273 ->
+/// 0.263-0.266 ms, 8 rotating frames 0.273-0.286 -> 0.266-0.267). With `P` pairs (not 0: `plan.pairs`), a table is held in
 /// registers while the blocks share it (`Whole::table`): loaded for each block, the table's
 /// nine vectors (three pairs) took a fixed 1.7 ns a block against 1 ns a block and row for the
 /// rest (three rows in L1, 3× gray), and in L1 the blocks went 1.54 → 1.34 ns a block and row
@@ -339,19 +359,19 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize>(
 /// frames 0.197–0.204 → 0.175–0.183; YUY2 hot 0.282–0.283 → 0.249–0.264; RGBA hot 0.286–0.300
 /// → 0.248–0.261 (RGBA on 8 and 32 frames, which wait on memory, within the noise).
 #[inline(always)]
-unsafe fn plain_blocks<const NARROW: bool, const M: usize, const R: usize, const P: usize>(
+unsafe fn plain_blocks<const NARROW: bool, const M: usize, const R: usize, const P: usize, const ASK: u8>(
     row: &[*const u8; R],
     plan: &Whole,
     out: &[[*mut u8; 4]],
-    (ahead, near): (usize, bool),
+    ahead: usize,
     blocks: usize,
 ) {
     let mut held = (usize::MAX, Held::<P>::EMPTY);
     for b in 0..blocks {
         let base = *plan.bases.get_unchecked(b) as usize;
         // Every block's window, whole or not: the rows' lines in order, a few per block.
-        if ahead != 0 {
-            prefetch_window_near(row, base + ahead, !NARROW, near);
+        if ASK != 0 {
+            prefetch_window_near(row, base + ahead, !NARROW, ASK == 2);
         }
         if *plan.plain.get_unchecked(b) {
             if P == 0 {
