@@ -11,6 +11,42 @@ pub(super) fn prefetch(p: *const u8) {
     ask::<T1>(p);
 }
 
+/// A row of 16-byte-window blocks' first asks (AVX2's and NEON's shuffle and rows-first blocks):
+/// the row's first block's first window's line at each distance `ahead` (0: none), once before
+/// the blocks; each block then asks for its last window's (`block_asks`): eight outputs span 24
+/// bytes at 3x, so the block before asked for a block's first line. Asking for both windows'
+/// lines in every block cost NV12 at 3x 3-4 % (Intel Xeon, engine, AVX2, one binary, both ways,
+/// three rounds: hot 0.234-0.239 -> 0.228-0.230 ms, 8 rotating frames 0.241-0.249 ->
+/// 0.230-0.238); YUY2, RGBA and 1600x900 level.
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+#[inline(always)]
+pub(super) fn first_asks(r0: &[u8], first: u32, ahead: [usize; 2]) {
+    for d in ahead.into_iter().filter(|&d| d != 0) {
+        prefetch(r0.as_ptr().wrapping_add(first as usize + d));
+    }
+}
+
+/// A block's asks (`first_asks`) for its last window's line (`last`: the window's first byte),
+/// without a test a block where it can do without: the first distance as it is (where it is 0,
+/// the line is the block's own, in the cache already), the second only where the block blends
+/// two rows (`TWO`; one row's `ahead` has no second). With a test a distance in the loop
+/// (engine, AVX2, NV12 at 3x, two builds alternated three or four times): hot 0.186-0.195 ->
+/// 0.178-0.181 ms, 8 rotating frames 0.201-0.212 -> 0.190-0.191, 1600x900 0.216-0.220 ->
+/// 0.198-0.200; YUY2 and RGBA level or a little faster. NEON, llvm-mca, cycles per 16 pixels
+/// (a53 / a55 / neoverse-n1 / a76), from each block asking for its first window too, a test a
+/// distance: NV12 sampling 546 / 382 / 71.3 / 138.6 -> 520 / 360 / 72.3 / 128.6, rows first
+/// 476 / 332 / 55.3 / 104.6 -> 450 / 310 / 54.3 / 95.3, YUY2 460 / 312 / 47.3 / 112.5 -> 428 /
+/// 296 / 44.7 / 102.6, RGBA 412 / 282 / 44.2 / 102.2 -> 396 / 274 / 44.2 / 98.2 (a board's
+/// memory unmeasured).
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+#[inline(always)]
+pub(super) fn block_asks<const TWO: bool>(r0: &[u8], last: u32, ahead: [usize; 2]) {
+    prefetch(r0.as_ptr().wrapping_add(last as usize + 15 + ahead[0]));
+    if TWO && ahead[1] != 0 {
+        prefetch(r0.as_ptr().wrapping_add(last as usize + 15 + ahead[1]));
+    }
+}
+
 /// x86's hints (`_MM_HINT_*`): into the first-level cache, the second, the third, or the first
 /// without keeping the line in the others.
 const T0: i32 = 3;

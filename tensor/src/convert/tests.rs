@@ -16,3 +16,43 @@ fn every_yuv_matrix_takes_the_fused_finish() {
         assert!(finish::yuv_shaped(&matrix) && c.fused_finish, "{colorimetry:?}");
     }
 }
+
+/// The x86 levels' `Scaled` gives the very floats of the conversion and multiply it stands for,
+/// for every whole number below 2^23, at the units the sampling scales by and others.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn scaled_is_the_converted_product() {
+    use std::arch::x86_64::*;
+    let units = [2f32.powi(-7), plan::WEIGHT_UNIT, 2f32.powi(-14), 2f32.powi(-15), 2f32.powi(-16), 1.0];
+    let want = |a: i32, unit: f32| (a as f32 * unit).to_bits();
+    for unit in units {
+        if avx2::detect() {
+            let mut got = [0f32; 8];
+            for start in (0..1 << 23).step_by(8) {
+                let a = |i: i32| start + i;
+                unsafe {
+                    let v = _mm256_setr_epi32(a(0), a(1), a(2), a(3), a(4), a(5), a(6), a(7));
+                    _mm256_storeu_ps(got.as_mut_ptr(), avx2::Scaled::new(unit).of(v));
+                }
+                assert!(
+                    (0..8).all(|i| got[i as usize].to_bits() == want(a(i), unit)),
+                    "AVX2 {start} at {unit}"
+                );
+            }
+        }
+        if avx512::detect() {
+            let mut got = [0f32; 16];
+            for start in (0..1 << 23).step_by(16) {
+                unsafe {
+                    let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+                    let v = _mm512_add_epi32(_mm512_set1_epi32(start), lanes);
+                    _mm512_storeu_ps(got.as_mut_ptr(), avx512::Scaled::new(unit).of(v));
+                }
+                assert!(
+                    (0..16).all(|i| got[i as usize].to_bits() == want(start + i, unit)),
+                    "{start} at {unit}"
+                );
+            }
+        }
+    }
+}

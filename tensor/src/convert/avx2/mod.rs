@@ -11,7 +11,7 @@ use super::finish::{
     SendPtr, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
 use super::lines::Lines;
-use super::plan::{group_dispatch, group_tail, Group, SampleRow, Shuffle, WEIGHT_UNIT};
+use super::plan::{group_dispatch, group_tail, whole_base, Group, SampleRow, Shuffle, WEIGHT_UNIT};
 use std::arch::x86_64::*;
 
 mod boxes;
@@ -21,7 +21,7 @@ mod rows_first;
 mod taps;
 mod vertical;
 mod whole;
-use super::hint::{output_asked, prefetch, prefetch_span, prefetch_store, STORE_AHEAD};
+use super::hint::{block_asks, first_asks, output_asked, prefetch_span, prefetch_store, STORE_AHEAD};
 pub(super) use boxes::{box_blocks, box_sums, box_sums_split};
 pub(super) use finish_bytes::finish_bytes;
 pub(super) use pixels::{pack_planar, pixel_words, pixels, pixels_bytes};
@@ -458,18 +458,14 @@ unsafe fn finish_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
     n
 }
 
-/// Whole numbers times a power of two, as `_mm256_mul_ps(_mm256_cvtepi32_ps(a), unit)` makes them
-/// (the same floats) for `a` in `0..2^23`, in one integer and one float operation where that takes
-/// two float ones: the float `unit · 2^23` has a last mantissa bit worth `unit`, so its bits or-ed
-/// with `a` are `unit · 2^23 + a · unit` exactly, and subtracting `unit · 2^23` leaves `a · unit`
-/// exactly (both products are exact: `a` has at most 23 bits, `unit` one). The bilinear
-/// rows-first blocks take it (`rows_first_blocks`; their conversions and scales were a third of
-/// their float-port work): engine, NV12 1080p, two builds alternated four times, hot
-/// 0.185-0.187 -> 0.183-0.184 ms, 8 rotating frames 0.198-0.204 -> 0.195-0.198. In
-/// `shuffle_blocks` (YUY2's and 2.5x luma's taps) it measured level or slower: their `pshufb`s
-/// hold the port the `or` would share.
+/// Whole numbers times a power of two, the floats `_mm256_mul_ps(_mm256_cvtepi32_ps(a), unit)`
+/// makes, by an `or` and a subtract (`plan::whole_base`). The bilinear rows-first blocks take it
+/// (`rows_first_blocks`; their conversions and scales were a third of their float-port work):
+/// engine, NV12 1080p, two builds alternated four times, hot 0.185-0.187 -> 0.183-0.184 ms, 8
+/// rotating frames 0.198-0.204 -> 0.195-0.198. In `shuffle_blocks` (YUY2's and 2.5x luma's
+/// taps) it measured level or slower: their `pshufb`s hold the port the `or` would share.
 #[derive(Clone, Copy)]
-struct Scaled {
+pub(super) struct Scaled {
     bits: __m256i,
     base: __m256,
 }
@@ -478,9 +474,8 @@ impl Scaled {
     /// # Safety
     /// The CPU has AVX.
     #[inline(always)]
-    unsafe fn new(unit: f32) -> Scaled {
-        assert!(unit.is_normal() && unit.to_bits() & 0x7f_ffff == 0, "a power of two");
-        let base = unit * (1u32 << 23) as f32;
+    pub(super) unsafe fn new(unit: f32) -> Scaled {
+        let base = whole_base(unit);
         Scaled { bits: _mm256_set1_epi32(base.to_bits() as i32), base: _mm256_set1_ps(base) }
     }
 
@@ -489,35 +484,8 @@ impl Scaled {
     /// # Safety
     /// The CPU has AVX2.
     #[inline(always)]
-    unsafe fn of(self, a: __m256i) -> __m256 {
+    pub(super) unsafe fn of(self, a: __m256i) -> __m256 {
         _mm256_sub_ps(_mm256_castsi256_ps(_mm256_or_si256(a, self.bits)), self.base)
-    }
-}
-
-/// A `Shuffle` block's asks for the lines `ahead` bytes on: its last window's line (`last`, the
-/// window's first byte), and the row's first block's first window's too (`first`): eight outputs
-/// span 24 bytes at 3x, so the block before asked for this block's first line. Asking for both
-/// windows' lines in every block cost NV12 at 3x 3-4 % (Intel Xeon, engine, one binary, both
-/// ways, three rounds: hot 0.234-0.239 -> 0.228-0.230 ms, 8 rotating frames 0.241-0.249 ->
-/// 0.230-0.238); YUY2, RGBA and 1600x900 level.
-#[inline(always)]
-fn first_asks(r0: &[u8], first: u32, ahead: [usize; 2]) {
-    for d in ahead.into_iter().filter(|&d| d != 0) {
-        prefetch(r0.as_ptr().wrapping_add(first as usize + d));
-    }
-}
-
-/// `first_asks`' per-block half, without a test a block where it can do without: the first
-/// distance is asked for as it is (where it is 0, the line is the block's own, in the cache
-/// already), the second only where the block blends two rows (`TWO`; one row's `ahead` has no
-/// second). With the tests in the loop (engine, NV12 at 3x, two builds alternated three or four
-/// times): hot 0.186-0.195 -> 0.178-0.181 ms, 8 rotating frames 0.201-0.212 -> 0.190-0.191,
-/// 1600x900 0.216-0.220 -> 0.198-0.200; YUY2 and RGBA level or a little faster.
-#[inline(always)]
-fn block_asks<const TWO: bool>(r0: &[u8], last: u32, ahead: [usize; 2]) {
-    prefetch(r0.as_ptr().wrapping_add(last as usize + 15 + ahead[0]));
-    if TWO && ahead[1] != 0 {
-        prefetch(r0.as_ptr().wrapping_add(last as usize + 15 + ahead[1]));
     }
 }
 
@@ -592,33 +560,4 @@ unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, con
         }
     }
     blocks
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `Scaled` gives the very floats of the conversion and multiply it stands for, for every
-    /// whole number below 2^23, at the units the sampling scales by (and one below and above).
-    #[test]
-    fn scaled_is_the_converted_product() {
-        if !detect() {
-            return;
-        }
-        for unit in [2f32.powi(-7), WEIGHT_UNIT, 2f32.powi(-14), 2f32.powi(-15), 2f32.powi(-16)] {
-            let (mut got, mut want) = ([0f32; 8], [0f32; 8]);
-            for start in (0..1 << 23).step_by(8) {
-                unsafe {
-                    let a =
-                        _mm256_add_epi32(_mm256_set1_epi32(start), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-                    _mm256_storeu_ps(got.as_mut_ptr(), Scaled::new(unit).of(a));
-                    _mm256_storeu_ps(
-                        want.as_mut_ptr(),
-                        _mm256_mul_ps(_mm256_cvtepi32_ps(a), _mm256_set1_ps(unit)),
-                    );
-                }
-                assert_eq!(got.map(f32::to_bits), want.map(f32::to_bits), "{start} at {unit}");
-            }
-        }
-    }
 }

@@ -2,9 +2,10 @@
 //! 256ths: each row's tap bytes across first by one `pmaddubsw` a pair of members, then the two
 //! rows down by one `pmaddwd`.
 
+use super::super::hint::{block_asks, first_asks};
 use super::super::lines::Lines;
 use super::super::plan::{row_steps, SampleRow, Shuffle};
-use super::{block_asks, first_asks, Scaled};
+use super::Scaled;
 use std::arch::x86_64::*;
 
 /// The second row's weight in 256ths where `rows_first_blocks` takes a group's row: two rows (a

@@ -28,14 +28,13 @@ pub(super) use taps::{multitap, multitap_bytes, pack_bytes, pack_bytes_split, wh
 pub(super) use vertical::{down_bytes, multitap_vertical, vertical_bytes};
 
 /// Whole numbers times a power of two, the floats `_mm512_mul_ps(_mm512_cvtepi32_ps(a), unit)`
-/// makes, in one integer and one float operation (as avx2's `Scaled`, which says why they are
-/// the same): at 512 bits the float and multiply-add work shares one port, the `or` has two.
+/// makes, by an `or` and a subtract (`plan::whole_base`): at 512 bits the float and multiply-add work shares one port, the `or` has two.
 /// Taken by the bilinear rows-first blocks (NV12's U and V): engine, two builds alternated four
 /// to six times, hot 0.145-0.147 -> 0.143-0.146 ms, 1600x900 on 8 frames 0.161-0.166 ->
 /// 0.159-0.161; in `Sampled` (the one-row taps) YUY2 went 0.136 -> 0.139 hot, its `vpermb`s on
 /// the port the `or` shares.
 #[derive(Clone, Copy)]
-struct Scaled {
+pub(super) struct Scaled {
     bits: __m512i,
     base: __m512,
 }
@@ -44,9 +43,8 @@ impl Scaled {
     /// # Safety
     /// The CPU has AVX-512 F.
     #[inline(always)]
-    unsafe fn new(unit: f32) -> Scaled {
-        assert!(unit.is_normal() && unit.to_bits() & 0x7f_ffff == 0, "a power of two");
-        let base = unit * (1u32 << 23) as f32;
+    pub(super) unsafe fn new(unit: f32) -> Scaled {
+        let base = super::plan::whole_base(unit);
         Scaled { bits: _mm512_set1_epi32(base.to_bits() as i32), base: _mm512_set1_ps(base) }
     }
 
@@ -55,7 +53,7 @@ impl Scaled {
     /// # Safety
     /// The CPU has AVX-512 F.
     #[inline(always)]
-    unsafe fn of(self, a: __m512i) -> __m512 {
+    pub(super) unsafe fn of(self, a: __m512i) -> __m512 {
         _mm512_sub_ps(_mm512_castsi512_ps(_mm512_or_si512(a, self.bits)), self.base)
     }
 }
@@ -441,34 +439,4 @@ pub(super) unsafe fn second_window(ctl: __m512i) -> __mmask64 {
 #[inline(always)]
 pub(super) unsafe fn pick_two(a: __m512i, c: __m512i, ctl: __m512i, hi: __mmask64) -> __m512i {
     _mm512_mask_permutexvar_epi8(_mm512_permutexvar_epi8(ctl, a), hi, ctl, c)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// As avx2's `scaled_is_the_converted_product`, sixteen a step.
-    #[test]
-    fn scaled_is_the_converted_product() {
-        if !detect() {
-            return;
-        }
-        for unit in [2f32.powi(-7), 2f32.powi(-8), 2f32.powi(-14), 2f32.powi(-15), 2f32.powi(-16)] {
-            let (mut got, mut want) = ([0f32; 16], [0f32; 16]);
-            for start in (0..1 << 23).step_by(16) {
-                unsafe {
-                    let a = _mm512_add_epi32(
-                        _mm512_set1_epi32(start),
-                        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                    );
-                    _mm512_storeu_ps(got.as_mut_ptr(), Scaled::new(unit).of(a));
-                    _mm512_storeu_ps(
-                        want.as_mut_ptr(),
-                        _mm512_mul_ps(_mm512_cvtepi32_ps(a), _mm512_set1_ps(unit)),
-                    );
-                }
-                assert_eq!(got.map(f32::to_bits), want.map(f32::to_bits), "{start} at {unit}");
-            }
-        }
-    }
 }

@@ -23,7 +23,7 @@ use super::finish::{
     channels, finish_dispatch, finish_yuv_bytes_dispatch, folded, order, yuv_rows, FinishValues, SendPtr,
     FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
-use super::hint::{prefetch, Trickle};
+use super::hint::{block_asks, first_asks, prefetch, Trickle};
 use super::lines::Lines;
 use super::multitap::VTaps;
 use super::plan::{
@@ -58,29 +58,6 @@ pub(super) fn sample(row: SampleRow<'_, Shuffle>, wx: &[f32], out: &mut [Lines<f
         None => group_dispatch!(sample_blocks, windows, row, out),
     };
     row.tail(wx, 8, blocks, out)
-}
-
-/// A row's first block's first window's lines at each distance `ahead` (`avx2::first_asks`).
-#[inline(always)]
-fn first_asks(r0: &[u8], first: u32, ahead: [usize; 2]) {
-    for d in ahead.into_iter().filter(|&d| d != 0) {
-        prefetch(r0.as_ptr().wrapping_add(first as usize + d));
-    }
-}
-
-/// A block's last window's lines: the first distance as it is, the second only where the block
-/// blends two rows and it is not 0 (`avx2::block_asks`, which measured both the tests and the
-/// first window's asks a block slower on x86). llvm-mca, cycles per 16 pixels (a53 / a55 /
-/// neoverse-n1 / a76), from each block asking for its first window too, a test a distance:
-/// NV12 sampling 546 / 382 / 71.3 / 138.6 -> 520 / 360 / 72.3 / 128.6, rows first 476 / 332 /
-/// 55.3 / 104.6 -> 450 / 310 / 54.3 / 95.3, YUY2 460 / 312 / 47.3 / 112.5 -> 428 / 296 / 44.7 /
-/// 102.6, RGBA 412 / 282 / 44.2 / 102.2 -> 396 / 274 / 44.2 / 98.2 (a board's memory unmeasured).
-#[inline(always)]
-fn block_asks<const TWO: bool>(r0: &[u8], last: u32, ahead: [usize; 2]) {
-    prefetch(r0.as_ptr().wrapping_add(last as usize + 15 + ahead[0]));
-    if TWO && ahead[1] != 0 {
-        prefetch(r0.as_ptr().wrapping_add(last as usize + 15 + ahead[1]));
-    }
 }
 
 /// The blocks of eight outputs of one group, `P` vectors of windows (see `Shuffle`: 1, two

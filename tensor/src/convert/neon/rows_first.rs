@@ -1,9 +1,9 @@
 //! NEON bilinear sampling with the two rows blended first, for groups of two or more members
 //! (NV12's U and V): the window's bytes down once, then each member's taps across.
 
+use super::super::hint::{block_asks, first_asks};
 use super::super::lines::Lines;
 use super::super::plan::{row_steps, SampleRow, Shuffle, WEIGHT_UNIT};
-use super::{block_asks, first_asks};
 use std::arch::aarch64::*;
 
 /// The second row's weight in 256ths where `rows_first_blocks` takes a group's row: two rows (a

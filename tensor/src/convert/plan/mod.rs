@@ -156,6 +156,17 @@ const WEIGHT_STEPS: f64 = 256.0;
 /// The kernels' scale from integer blends (weights times `WEIGHT_STEPS`) back to sample values.
 pub(super) const WEIGHT_UNIT: f32 = (1.0 / WEIGHT_STEPS) as f32;
 
+/// The float whose last mantissa bit is worth `unit` (a power of two): `unit · 2^23`. Its bits
+/// or-ed with a whole `a` in `0..2^23` are the float `unit · 2^23 + a · unit` exactly, and
+/// subtracting it leaves `a · unit` exactly: the floats a conversion and a multiply by `unit`
+/// make (both exact: `a` has at most 23 bits, `unit` one), in one integer and one float
+/// operation where those are two float ones (the x86 levels' `Scaled`).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(super) fn whole_base(unit: f32) -> f32 {
+    assert!(unit.is_normal() && unit.to_bits() & 0x7f_ffff == 0, "a power of two");
+    unit * (1u32 << 23) as f32
+}
+
 /// A row weight `wy` as whole 256ths strictly between 0 and 256: a blend of two rows, which the
 /// kernels that blend the rows first (`avx512::rows_first_blocks`, `neon::rows_first_blocks`)
 /// take by their integer blends; `None` for one row.
