@@ -28,11 +28,11 @@ pub(super) use taps::{multitap, multitap_bytes, pack_bytes, pack_bytes_split, wh
 pub(super) use vertical::{down_bytes, multitap_vertical, vertical_bytes};
 
 /// Whole numbers times a power of two, the floats `_mm512_mul_ps(_mm512_cvtepi32_ps(a), unit)`
-/// makes, by an `or` and a subtract (`plan::whole_base`): at 512 bits the float and multiply-add work shares one port, the `or` has two.
-/// Taken by the bilinear rows-first blocks (NV12's U and V): engine, two builds alternated four
-/// to six times, hot 0.145-0.147 -> 0.143-0.146 ms, 1600x900 on 8 frames 0.161-0.166 ->
-/// 0.159-0.161; in `Sampled` (the one-row taps) YUY2 went 0.136 -> 0.139 hot, its `vpermb`s on
-/// the port the `or` shares.
+/// makes, by an `or` and a subtract (`plan::whole_base`): at 512 bits the float and multiply-add
+/// work shares one port, the `or` has two. Taken by the bilinear rows-first blocks (NV12's U
+/// and V): engine, two builds alternated four to six times, hot 0.145-0.147 -> 0.143-0.146 ms,
+/// 1600x900 on 8 frames 0.161-0.166 -> 0.159-0.161; in `Sampled` (the one-row taps) YUY2 went
+/// 0.136 -> 0.139 hot, its `vpermb`s on the port the `or` shares.
 #[derive(Clone, Copy)]
 pub(super) struct Scaled {
     bits: __m512i,

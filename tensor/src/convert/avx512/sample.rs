@@ -196,9 +196,10 @@ fn block_count<const M: usize>(row: &Row<'_>, width: usize) -> usize {
 /// 128-byte windows as `[first, first + 64, second, second + 64]`; where `ASK`, the row's lines
 /// `ahead` bytes on asked for first, each distance that is not 0 (a row's one-row blocks pass
 /// the second as a constant 0, so that its test goes). Asking for the first distance untested,
-/// as `avx2::block_asks` does, made YUY2's chroma blocks, whose lines the luma's blocks ask for
-/// (`DirectRows::asked_already`: distance 0), ask for their own windows (engine, alternated four
-/// times, tested -> untested: YUY2 hot 0.131-0.135 -> 0.139-0.141 ms, NV12 hot 0.137 -> 0.139).
+/// as `hint::block_asks` does for AVX2 and NEON, made YUY2's chroma blocks, whose lines the
+/// luma's blocks ask for (`DirectRows::asked_already`: distance 0), ask for their own windows
+/// (engine, alternated four times, tested -> untested: YUY2 hot 0.131-0.135 -> 0.139-0.141 ms,
+/// NV12 hot 0.137 -> 0.139).
 #[inline(always)]
 unsafe fn windows<const SHAPE: u8, const ASK: bool>(
     row: &[u8],

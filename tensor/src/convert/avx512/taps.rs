@@ -307,16 +307,14 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize>(
     debug_assert!(plan.tied.iter().all(|&b| (b as usize) < blocks), "tied blocks are blocks");
     let row: [*const u8; R] = std::array::from_fn(|i| rows[i].as_ptr());
     // Asks: none, by T1, or by T0 (`whole_near`).
-    match (
-        pairs,
-        if ahead == 0 {
-            0
-        } else if whole_near() {
-            2
-        } else {
-            1
-        },
-    ) {
+    let ask = if ahead == 0 {
+        0
+    } else if whole_near() {
+        2
+    } else {
+        1
+    };
+    match (pairs, ask) {
         (2, 0) => plain_blocks::<NARROW, M, R, 2, 0>(&row, plan, out, ahead, blocks),
         (3, 0) => plain_blocks::<NARROW, M, R, 3, 0>(&row, plan, out, ahead, blocks),
         (4, 0) => plain_blocks::<NARROW, M, R, 4, 0>(&row, plan, out, ahead, blocks),
@@ -347,10 +345,11 @@ unsafe fn whole_blocks<const NARROW: bool, const M: usize, const R: usize>(
 }
 
 /// The plain blocks (whole, no ties) of `whole_blocks`, the first `blocks`, asking for every
-/// block's window `ahead` bytes on (`ASK`: 0 none, 1 by T1, 2 by T0: `hint::prefetch_window_near`)
-/// with no test a block: the two tests a block (whether to ask, which hint) were 3 % of 1080p
-/// NV12 `bilinear-antialias` (engine, Intel Xeon, alternated four times: hot 0.270-0.273 ->
-/// 0.263-0.266 ms, 8 rotating frames 0.273-0.286 -> 0.266-0.267). With `P` pairs (not 0: `plan.pairs`), a table is held in
+/// block's window `ahead` bytes on (`ASK`: 0 none, 1 by T1, 2 by T0:
+/// `hint::prefetch_window_near`) with no test a block: the two tests a block (whether to ask,
+/// which hint) were 3 % of 1080p NV12 `bilinear-antialias` (engine, Intel Xeon, alternated four
+/// times: hot 0.270-0.273 -> 0.263-0.266 ms, 8 rotating frames 0.273-0.286 -> 0.266-0.267).
+/// With `P` pairs (not 0: `plan.pairs`), a table is held in
 /// registers while the blocks share it (`Whole::table`): loaded for each block, the table's
 /// nine vectors (three pairs) took a fixed 1.7 ns a block against 1 ns a block and row for the
 /// rest (three rows in L1, 3× gray), and in L1 the blocks went 1.54 → 1.34 ns a block and row
