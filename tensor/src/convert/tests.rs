@@ -27,12 +27,13 @@ fn scaled_is_the_converted_product() {
     let want = |a: i32, unit: f32| (a as f32 * unit).to_bits();
     for unit in units {
         if avx2::detect() {
+            let scaled = unsafe { avx2::Scaled::new(unit) };
             let mut got = [0f32; 8];
             for start in (0..1 << 23).step_by(8) {
                 let a = |i: i32| start + i;
                 unsafe {
                     let v = _mm256_setr_epi32(a(0), a(1), a(2), a(3), a(4), a(5), a(6), a(7));
-                    _mm256_storeu_ps(got.as_mut_ptr(), avx2::Scaled::new(unit).of(v));
+                    _mm256_storeu_ps(got.as_mut_ptr(), scaled.of(v));
                 }
                 assert!(
                     (0..8).all(|i| got[i as usize].to_bits() == want(a(i), unit)),
@@ -41,16 +42,17 @@ fn scaled_is_the_converted_product() {
             }
         }
         if avx512::detect() {
+            let scaled = unsafe { avx512::Scaled::new(unit) };
             let mut got = [0f32; 16];
             for start in (0..1 << 23).step_by(16) {
                 unsafe {
                     let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
                     let v = _mm512_add_epi32(_mm512_set1_epi32(start), lanes);
-                    _mm512_storeu_ps(got.as_mut_ptr(), avx512::Scaled::new(unit).of(v));
+                    _mm512_storeu_ps(got.as_mut_ptr(), scaled.of(v));
                 }
                 assert!(
                     (0..16).all(|i| got[i as usize].to_bits() == want(start + i, unit)),
-                    "{start} at {unit}"
+                    "AVX-512 {start} at {unit}"
                 );
             }
         }
