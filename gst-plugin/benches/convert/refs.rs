@@ -223,7 +223,9 @@ extern "C" {
 }
 
 /// libyuv's fastest NV12 → RGB letterbox chain on the same frames: NV12Scale (bilinear) into a
-/// small NV12 frame, NV12ToRAW (R, G, B bytes) into the content rows, the padding filled.
+/// small NV12 frame, NV12ToRAW (R, G, B bytes) into the content rows. The padding is filled once,
+/// before the timed frames: the element's pool keeps its tensor's padding (`allocator::padding`),
+/// and a chain that reuses its output buffer can keep its own the same way.
 pub(crate) fn libyuv_nv12(frames: &Frames) -> f64 {
     let info = &frames.info;
     let (w, h) = (info.width() as i32, info.height() as i32);
@@ -234,7 +236,7 @@ pub(crate) fn libyuv_nv12(frames: &Frames) -> f64 {
     let (ys, uvs) = (info.stride()[0], info.stride()[1]);
     let mut small_y = vec![0u8; OUT * ch as usize];
     let mut small_uv = vec![0u8; OUT * ch as usize / 2];
-    let mut out = vec![0u8; OUT * OUT * 3];
+    let mut out = vec![0x80u8; OUT * OUT * 3];
     timed(|i| {
         let f = frames.maps[i % frames.maps.len()];
         let (y, uv) = (f.as_ptr(), unsafe { f.as_ptr().add(info.offset()[1]) });
@@ -266,9 +268,6 @@ pub(crate) fn libyuv_nv12(frames: &Frames) -> f64 {
                 ch,
             );
         }
-        let (pad_top, rest) = out.split_at_mut(top as usize * OUT * 3);
-        pad_top.fill(0x80);
-        rest[ch as usize * OUT * 3..].fill(0x80);
         std::hint::black_box(&out);
     })
 }
@@ -288,7 +287,7 @@ fn content(info: &gst_video::VideoInfo) -> (usize, usize) {
 /// on an NV12 frame, its planes (Y as U8, UV as U8x2) through `Convolution(filter)` and then
 /// libyuv's NV12ToRAW, the chain that reached PIL's antialiased output fastest before; on an RGBA
 /// frame, `Convolution(filter)` on the pixels (alpha ignored, as the RGB output drops it) and the
-/// RGB bytes picked out. The padding filled.
+/// RGB bytes picked out. The padding filled once, as `libyuv_nv12`'s.
 struct Fir {
     resizer: fast_image_resize::Resizer,
     options: fast_image_resize::ResizeOptions,
@@ -309,7 +308,7 @@ impl Fir {
             false => [Image::new(OUT as u32, ch as u32, PixelType::U8x4), Image::new(1, 1, PixelType::U8)],
         };
         let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(filter)).use_alpha(false);
-        Fir { resizer: fast_image_resize::Resizer::new(), options, small, out: vec![0u8; OUT * OUT * 3] }
+        Fir { resizer: fast_image_resize::Resizer::new(), options, small, out: vec![0x80u8; OUT * OUT * 3] }
     }
 
     fn run(&mut self, info: &gst_video::VideoInfo, f: &[u8]) {
@@ -345,9 +344,6 @@ impl Fir {
                 o.copy_from_slice(&px[..3]);
             }
         }
-        let (pad_top, rest) = self.out.split_at_mut(at);
-        pad_top.fill(0x80);
-        rest[ch * OUT * 3..].fill(0x80);
     }
 }
 
