@@ -228,6 +228,44 @@ fn frames_ending_at_their_last_pixel() {
     }
 }
 
+/// No level stores past the tensor: a block's store that reaches beyond its own pixels (the AVX2
+/// uint8 RGB finish writes each half's 12 bytes by a 16-byte store, the next block's store
+/// covering the last 4) stops short of the last row's end. Pictures a whole number of blocks wide
+/// (16, 32) and not (29), every output type and layout, every filter, into a buffer with 64
+/// guard bytes after the tensor's. (Checked to fail with the AVX2 finish's overlapping stores
+/// let into the row's last block.)
+#[test]
+fn no_level_stores_past_the_tensor() {
+    let filters = std::iter::once(Interpolation::Bilinear).chain(MULTI_TAP);
+    for interpolation in filters {
+        for (i, format) in formats().enumerate() {
+            let frame = Frame::random(format, 96, 24, 800 + i as u64);
+            for (w, h) in [(32, 8), (16, 4), (29, 11)] {
+                for dtype in [DType::U8, DType::I8, DType::F32] {
+                    for chw in [false, true] {
+                        for cs in COLORSPACES {
+                            let spec =
+                                ConvertSpec { fit: FitMode::Stretch, interpolation, ..Default::default() };
+                            let dst = DstLayout::dense(w, h, cs, chw, dtype);
+                            let mut conv = Converter::new(format, frame.w, frame.h, dst, &spec, 1).unwrap();
+                            for level in levels() {
+                                conv.set_simd(level);
+                                let mut out = vec![0xeeu8; dst.bytes() + 64];
+                                conv.convert(&frame.image(), &mut out).unwrap();
+                                assert!(
+                                    out[dst.bytes()..].iter().all(|&b| b == 0xee),
+                                    "{interpolation:?} {format:?} → {w}x{h} {cs:?} chw={chw} {dtype:?} at {level:?} \
+                                     wrote past the tensor"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Every kernel level stores the same bytes: for every input format, output type, layout and
 /// normalization (colourspaces in turn), on an exact 2x upscale (taps a quarter and three
 /// quarters between samples, so many values land exactly on .5 and the rounding rule decides)

@@ -439,10 +439,17 @@ unsafe fn finish_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
                         7, 11, -1, -1, -1, -1,
                     );
                     let b = _mm256_shuffle_epi8(b, pick);
-                    let b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7));
                     let at = row.add(3 * x);
-                    _mm_storeu_si128(at as *mut __m128i, _mm256_castsi256_si128(b));
-                    _mm_storel_epi64(at.add(16) as *mut __m128i, _mm256_extracti128_si256::<1>(b));
+                    if x + 8 < n {
+                        // Each half's 12 bytes by a 16-byte store; the second's last 4 land where
+                        // the next block's first store goes.
+                        _mm_storeu_si128(at as *mut __m128i, _mm256_castsi256_si128(b));
+                        _mm_storeu_si128(at.add(12) as *mut __m128i, _mm256_extracti128_si256::<1>(b));
+                    } else {
+                        let b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7));
+                        _mm_storeu_si128(at as *mut __m128i, _mm256_castsi256_si128(b));
+                        _mm_storel_epi64(at.add(16) as *mut __m128i, _mm256_extracti128_si256::<1>(b));
+                    }
                 } else {
                     let b = pack8(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
                     let pick = _mm256_setr_epi8(
