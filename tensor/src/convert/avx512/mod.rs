@@ -28,8 +28,10 @@ pub(super) use taps::{multitap, multitap_bytes, pack_bytes, pack_bytes_split, wh
 pub(super) use vertical::{down_bytes, multitap_vertical, vertical_bytes};
 
 /// Whole numbers times a power of two, the floats `_mm512_mul_ps(_mm512_cvtepi32_ps(a), unit)`
-/// makes, by an `or` and a subtract (`plan::whole_base`): at 512 bits the float and multiply-add
-/// work shares one port, the `or` has two. Taken by the bilinear rows-first blocks (NV12's U
+/// makes, by an `or` and a subtract (`plan::whole_base`): one float operation where there were
+/// two, on the two ports the 512-bit float work and the permutes share (the Intel Xeon of
+/// docs/benchmark-log.md runs 512-bit conversions and multiplies two a cycle, the fortieth
+/// section's probes). Taken by the bilinear rows-first blocks (NV12's U
 /// and V): engine, two builds alternated four to six times, hot 0.145-0.147 -> 0.143-0.146 ms,
 /// 1600x900 on 8 frames 0.161-0.166 -> 0.159-0.161; in `Sampled` (the one-row taps) YUY2 went
 /// 0.136 -> 0.139 hot, its `vpermb`s on the port the `or` shares.
