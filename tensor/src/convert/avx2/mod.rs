@@ -21,7 +21,7 @@ mod rows_first;
 mod taps;
 mod vertical;
 mod whole;
-use super::hint::{block_asks, first_asks, output_asked, prefetch_span, prefetch_store, STORE_AHEAD};
+use super::hint::{first_asks, output_asked, prefetch_span, prefetch_store, run_asks, ASK_RUN, STORE_AHEAD};
 pub(super) use boxes::{box_blocks, box_sums, box_sums_split};
 pub(super) use finish_bytes::finish_bytes;
 pub(super) use pixels::{pack_planar, pixel_words, pixels, pixels_bytes};
@@ -522,7 +522,9 @@ unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, con
     for b in 0..blocks {
         unsafe {
             let w = *bases.add(b);
-            block_asks::<TWO>(r0, w[2 * P - 1], ahead);
+            if b % ASK_RUN == 0 {
+                run_asks::<TWO>(r0, w[2 * P - 1], ahead);
+            }
             // Vector p's lanes are windows p and p + P: the plan keeps every base + 16 within
             // `reach`.
             let load = |r: &[u8], p: usize| {
