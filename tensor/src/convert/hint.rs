@@ -14,11 +14,10 @@ pub(super) fn prefetch(p: *const u8) {
 /// A row of 16-byte-window blocks' first asks (AVX2's and NEON's shuffle and rows-first blocks):
 /// the row's first block's first window's line at each distance `ahead` (0: none), once before
 /// the blocks; each block then asks for its last window's (`block_asks`; at AVX2 a run of blocks
-/// at once, `run_asks`): eight outputs span 24 bytes at 3x, so the block before asked for a
-/// block's first line. Asking for both windows'
-/// lines in every block cost NV12 at 3x 3-4 % (Intel Xeon, engine, AVX2, one binary, both ways,
-/// three rounds: hot 0.234-0.239 -> 0.228-0.230 ms, 8 rotating frames 0.241-0.249 ->
-/// 0.230-0.238); YUY2, RGBA and 1600x900 level.
+/// at once, `run_asks`): eight outputs span 24 bytes at 3x, so the blocks before asked for a
+/// block's first line. Asking for both windows' lines in every block cost NV12 at 3x 3-4 %
+/// (Intel Xeon, engine, AVX2, one binary, both ways, three rounds: hot 0.234-0.239 ->
+/// 0.228-0.230 ms, 8 rotating frames 0.241-0.249 -> 0.230-0.238); YUY2, RGBA and 1600x900 level.
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
 #[inline(always)]
 pub(super) fn first_asks(r0: &[u8], first: u32, ahead: [usize; 2]) {
