@@ -32,6 +32,8 @@ mod neon;
 mod workers;
 // One frame through the plan: the checks, the bands, and whether the padding is stored.
 mod run;
+// `Converter::new`'s checks and plans, one function each.
+mod build;
 
 /// Row chunks per band when several threads convert: enough that a late worker's share moves to
 /// the caller in small steps, few enough that a multi-tap filter's refill at each chunk's start
@@ -40,18 +42,13 @@ const CHUNKS_PER_BAND: usize = 4;
 
 use crate::dtype::DType;
 use crate::format::{PixelFormat, PixelLayout};
-use crate::image::MAX_IMAGE_SIDE;
 use crate::preprocess::{
-    letterbox_rect, ChromaSite, Colorimetry, ContentRegion, FitMode, Interpolation, LetterboxPlacement,
-    Region,
+    ChromaSite, Colorimetry, ContentRegion, FitMode, Interpolation, LetterboxPlacement, Region,
 };
 use crate::{Error, Result};
 use finish::{FinishValues, Padding};
 use lines::Lines;
-use plan::{
-    axis, components, multi_axis, site_shift, weight_pairs, Axis, Comp, Filter, Group, MultiTap, SrcKind,
-    MAX_TAPS,
-};
+use plan::{axis, components, site_shift, weight_pairs, Axis, Comp, Group, MultiTap, SrcKind};
 use std::sync::Mutex;
 pub use workers::Workers;
 
@@ -324,79 +321,10 @@ impl Converter {
         threads: usize,
     ) -> Result<Converter> {
         let (mut kind, mut comps) = components(format)?;
-        // The bound keeps every plan table and tap offset small: a plane window's bytes stay far
-        // below the i32 offsets the gathers take.
-        if [src_w, src_h, dst.width, dst.height].iter().any(|&side| side == 0 || side > MAX_IMAGE_SIDE) {
-            return Err(Error::InvalidArgument(format!(
-                "cannot convert {src_w}x{src_h} into {}x{}: sides must be in 1..={MAX_IMAGE_SIDE}",
-                dst.width, dst.height
-            )));
-        }
-        let esz = dst.dtype.size();
-        let channels = dst.colorspace.channels();
-        let pixel = if dst.chw { esz } else { channels * esz };
-        let holds_rows = dst.width.checked_mul(pixel).is_some_and(|row| dst.row_stride >= row);
-        let holds_planes = !dst.chw
-            || channels == 1
-            || dst.row_stride.checked_mul(dst.height).is_some_and(|plane| dst.plane_stride >= plane);
-        let addressable = dst.checked_bytes().is_some_and(|bytes| bytes <= isize::MAX as usize);
-        let flaw = match (holds_rows, holds_planes, addressable) {
-            (false, _, _) => Some("a row stride shorter than a row of pixels"),
-            (_, false, _) => Some("a plane stride shorter than a plane of rows"),
-            (_, _, false) => Some("more bytes than a buffer can hold"),
-            _ => None,
-        };
-        if let Some(flaw) = flaw {
-            return Err(Error::InvalidArgument(format!(
-                "destination {}x{} {:?} {} at row stride {} / plane stride {} has {flaw}",
-                dst.width, dst.height, dst.colorspace, dst.dtype, dst.row_stride, dst.plane_stride
-            )));
-        }
-        let identity = spec.mean == [0.0; 3] && spec.std == [1.0; 3];
-        if spec.std.contains(&0.0) || spec.mean.iter().chain(&spec.std).any(|v| !v.is_finite()) {
-            return Err(Error::InvalidArgument(format!(
-                "mean {:?} / std {:?} must be finite, std non-zero",
-                spec.mean, spec.std
-            )));
-        }
-        match (dst.dtype, spec.quantization) {
-            (DType::U8 | DType::I8, Some((s, _))) if !(s.is_finite() && s > 0.0) => {
-                return Err(Error::InvalidArgument(format!("quantization scale {s} must be positive")));
-            }
-            (DType::U8 | DType::I8, Some(_)) => {}
-            (d, Some(_)) => {
-                return Err(Error::InvalidArgument(format!(
-                    "quantization applies to int8/uint8 outputs, not {d}"
-                )));
-            }
-            (d, None) if !d.is_float() && !identity => {
-                return Err(Error::InvalidArgument(format!(
-                    "mean/std on a {d} output needs the model's quantization (scale, zero point)"
-                )));
-            }
-            _ => {}
-        }
+        build::check_geometry(src_w, src_h, &dst)?;
+        build::check_normalization(spec, dst.dtype)?;
 
-        let region = spec.source_region.unwrap_or(Region::new(0, 0, src_w, src_h));
-        if region.width == 0
-            || region.height == 0
-            || region.x.checked_add(region.width).is_none_or(|right| right > src_w)
-            || region.y.checked_add(region.height).is_none_or(|bottom| bottom > src_h)
-        {
-            return Err(Error::RegionOutOfBounds {
-                x: region.x,
-                y: region.y,
-                width: region.width,
-                height: region.height,
-                bound_width: src_w,
-                bound_height: src_h,
-            });
-        }
-        let mut content =
-            letterbox_rect(region.width, region.height, dst.width, dst.height, spec.fit, spec.placement)
-                .map_err(|e| Error::InvalidArgument(e.to_string()))?;
-        content.source.x += region.x;
-        content.source.y += region.y;
+        let content = build::placed_content(spec, src_w, src_h, &dst)?;
         let (src_rect, rect) = (content.source, content.rect);
 
         let (hdiv, vdiv) = format.subsampling().divisors();
@@ -415,66 +343,16 @@ impl Converter {
         let rows_chroma = axis(rect.height, src_rect.y, src_rect.height, vdiv, cy0, cy1, interp, vshift);
         // OpenCV's INTER_AREA takes its box filter where neither axis grows.
         let area_down = src_rect.width >= rect.width && src_rect.height >= rect.height;
-        let multi = match Filter::of(interp, area_down) {
-            Some(filter) => {
-                // (outputs, source start, length, divisor, grid, siting) of luma and chroma
-                // columns and rows.
-                let axes = [
-                    (rect.width, src_rect.x, src_rect.width, 1, lx, hx, 0.0),
-                    (rect.width, src_rect.x, src_rect.width, hdiv, cx0, cx1, hshift),
-                    (rect.height, src_rect.y, src_rect.height, 1, ly, hy, 0.0),
-                    (rect.height, src_rect.y, src_rect.height, vdiv, cy0, cy1, vshift),
-                ];
-                for (n, _, len, div, lo, hi, _) in axes {
-                    let taps = filter.max_taps(n, len, div, hi - lo + 1);
-                    if taps > MAX_TAPS {
-                        return Err(Error::InvalidArgument(format!(
-                            "{interp:?} from {}x{} into {}x{} reads up to {taps} source samples per \
-                             output, past the {MAX_TAPS} one pass takes: downscale in steps",
-                            src_rect.width, src_rect.height, rect.width, rect.height
-                        )));
-                    }
-                }
-                let [cl, cc, rl, rc] = axes.map(|(n, start, len, div, lo, hi, shift)| {
-                    multi_axis(n, start, len, div, lo, hi, filter, shift)
-                });
-                // A band keeps `taps` filtered rows per component.
-                for rows in [&rl, &rc] {
-                    if rows.taps.checked_mul(rect.width).is_none_or(|v| v > 1 << 27) {
-                        return Err(Error::InvalidArgument(format!(
-                            "{interp:?} into {} columns keeps {} filtered rows per component: more \
-                             than a band can hold",
-                            rect.width, rows.taps
-                        )));
-                    }
-                }
-                let row_len: [usize; 3] = std::array::from_fn(|p| match p < format.num_planes() {
-                    true => format.plane_sampling(p, 1).row_bytes(src_w),
-                    false => 0,
-                });
-                let mut plan = MultiTap::new([cl, cc], [rl, rc], &comps, row_len, filter.round_between);
-                // Alpha is the fourth component of an RGBA source; only an RGBA output reads it.
-                plan.blended[3] = dst.colorspace == Colorspace::Rgba;
-                // YUY2 and UYVY under PIL's filters: blended down first (`pil8_down_first`).
-                // Across first, every source row was split into its luma and chroma bytes and
-                // filtered across (4:2:2 carries chroma on every row), three rows an output row at
-                // 3×; down first, one. Engine, uint8 `bilinear-antialias`, 1080p YUY2 → 640,
-                // Intel Xeon, three alternations, best of 200: AVX-512 on 8 rotating frames
-                // 0.542–0.548 → 0.393–0.403 ms, on 32 0.652–0.697 → 0.524–0.559, 1600×900
-                // 0.495–0.508 → 0.374–0.382; AVX2 0.654–0.688 → 0.499–0.510. NV12, whose rows need
-                // no packing and whose chroma has half the rows, took 0.30 → 0.33 down first. A YUV
-                // source's bytes are not PIL's either way (its rounding falls on Y, U and V, not
-                // R, G and B: docs/resampling.md); every level takes the same order and bytes.
-                // Where no vertical weight is negative (the triangle), as the kernels that blend
-                // down take them; PIL's bicubic, whose lobes are negative, blended down by the i32
-                // loops took 1.47 → 2.03 ms.
-                let positive = plan.rows.iter().all(|t| t.wi.iter().all(|&w| w >= 0));
-                plan.down_first =
-                    plan.round_between && positive && matches!(format, PixelFormat::Yuy2 | PixelFormat::Uyvy);
-                Some(plan)
-            }
-            None => None,
-        };
+        // (outputs, source start, length, divisor, grid, siting) of luma and chroma columns and
+        // rows.
+        let axes = [
+            (rect.width, src_rect.x, src_rect.width, 1, lx, hx, 0.0),
+            (rect.width, src_rect.x, src_rect.width, hdiv, cx0, cx1, hshift),
+            (rect.height, src_rect.y, src_rect.height, 1, ly, hy, 0.0),
+            (rect.height, src_rect.y, src_rect.height, vdiv, cy0, cy1, vshift),
+        ];
+        let multi =
+            build::multi_plan(format, &comps, &dst, src_w, interp, area_down, (src_rect, rect), axes)?;
         // Bilinear and nearest from an RGBA source into an output without alpha: the pixels
         // sampled as RGBx's, three members a block (the blocks blended and stored alpha for
         // nothing: 1600×900 → 640 at AVX-512, a quarter of the sampling).
@@ -510,36 +388,8 @@ impl Converter {
         let matrix = m.map(|r| r.map(|v| v as f32));
         let offsets = off.map(|v| v as f32);
 
-        // Fused per-channel scale and bias on 0..255 values, in output channel order.
-        let order: [usize; 4] = match dst.colorspace {
-            Colorspace::Bgr => [2, 1, 0, 3],
-            _ => [0, 1, 2, 3],
-        };
-        let (mut scale, mut bias) = ([1.0f32; 4], [0.0f32; 4]);
-        for ch in 0..channels {
-            // Gray takes the mean/std of its first entry; alpha is never normalized.
-            let (mean, std) = match ch {
-                3 => (0.0, 1.0),
-                _ => (spec.mean[order[ch]], spec.std[order[ch]]),
-            };
-            let (s, b) = match (dst.dtype, spec.quantization) {
-                (_, Some((qs, zp))) => (1.0 / (255.0 * std * qs), -mean / (std * qs) + zp as f32),
-                (DType::I8, None) => (1.0, -128.0),
-                (d, None) if d.is_float() => (1.0 / (255.0 * std), -mean / std),
-                _ => (1.0, 0.0),
-            };
-            scale[ch] = s;
-            // A zero bias is +0.0 (a zero mean gives -0.0): then `v * scale + bias` is never -0.0,
-            // whatever the sign of the product, at every level.
-            bias[ch] = b + 0.0;
-        }
-        if scale.iter().chain(&bias).any(|v| !v.is_finite()) {
-            return Err(Error::InvalidArgument(format!(
-                "mean {:?} / std {:?} / quantization {:?} give a per-channel scale {scale:?} and \
-                 bias {bias:?} that f32 cannot hold",
-                spec.mean, spec.std, spec.quantization
-            )));
-        }
+        let (scale, bias) = build::scale_bias(&dst, spec)?;
+        let channels = dst.colorspace.channels();
         let f = spec.fill.map(|v| v as f32);
         let raw_fill = match dst.colorspace {
             Colorspace::Rgb | Colorspace::Rgba => f,
@@ -560,92 +410,7 @@ impl Converter {
 
         let workers = workers::Workers::new(threads.clamp(1, 64))
             .map_err(|e| Error::io(format!("starting {} conversion threads", threads.clamp(1, 64)), e))?;
-        // Per component, the slots of its multi-tap ring (none: 0), and of PIL's ring of bytes
-        // (`multitap::pil8_row`).
-        let ring_slots: [usize; 4] = std::array::from_fn(|k| match (&multi, comps.get(k)) {
-            (Some(m), Some(comp)) => multitap::ring_slots(m.rows[usize::from(comp.chroma)].taps),
-            _ => 0,
-        });
-        // (AVX2 filters every PIL group through it, `driver::avx2_pil8`; NEON those with
-        // tap-by-tap blocks, `driver::neon_pil8`.)
-        // (Blended down first, every level filters across into it: `multitap::pil8_down_first`.)
-        let whole = multi.as_ref().is_some_and(|m| {
-            m.down_first
-                || m.round_between
-                    && (cfg!(target_arch = "x86_64")
-                        || cfg!(target_arch = "aarch64")
-                            && m.groups.iter().any(|g| {
-                                g.whole_taps.is_some()
-                                    || g.compact.as_ref().is_some_and(|p| p.whole_taps.is_some())
-                                    || g.planar.as_ref().is_some_and(|p| p.whole_taps.is_some())
-                            }))
-        });
-        let byte_slots = ring_slots.map(|n| if whole { n } else { 0 });
-        let scratch = (0..workers.bands())
-            .map(|_| {
-                Mutex::new(Scratch {
-                    vrows: std::array::from_fn(|p| {
-                        Lines::zeroed(plane_window[p].1.saturating_sub(plane_window[p].0))
-                    }),
-                    comps: std::array::from_fn(|_| Lines::zeroed(rect.width)),
-                    chans: std::array::from_fn(|_| Lines::zeroed(rect.width)),
-                    bytes: std::array::from_fn(|_| Lines::zeroed(rect.width)),
-                    comp_bytes: std::array::from_fn(|_| Lines::zeroed(rect.width)),
-                    ring: multitap::Ring {
-                        rows: std::array::from_fn(|k| Lines::zeroed(ring_slots[k] * rect.width)),
-                        tags: std::array::from_fn(|k| vec![usize::MAX; ring_slots[k]]),
-                        acc: Lines::zeroed(if multi.is_some() { rect.width } else { 0 }),
-                        sums: match &multi {
-                            Some(m)
-                                if m.groups.iter().any(|g| {
-                                    g.w16.is_some()
-                                        || g.w8.is_some()
-                                        || g.pw8.is_some()
-                                        || g.compact
-                                            .as_ref()
-                                            .is_some_and(|p| p.w16.is_some() || p.w8.is_some())
-                                }) =>
-                            {
-                                Lines::zeroed(m.row_len.iter().copied().max().unwrap_or(0))
-                            }
-                            _ => Lines::default(),
-                        },
-                        // (The exact box's packed sums: `box_row`.)
-                        packed: match &multi {
-                            Some(m)
-                                if m.groups.iter().any(|g| {
-                                    g.compact.as_ref().is_some_and(|p| p.w16.is_some() || p.w8.is_some())
-                                }) =>
-                            {
-                                Lines::zeroed(m.row_len.iter().copied().max().unwrap_or(0))
-                            }
-                            _ => Lines::default(),
-                        },
-                        bytes: std::array::from_fn(|k| Lines::zeroed(byte_slots[k] * rect.width)),
-                        btags: std::array::from_fn(|k| vec![usize::MAX; byte_slots[k]]),
-                        down: std::array::from_fn(|p| match &multi {
-                            Some(m) if m.down_first => Lines::zeroed(m.row_len[p]),
-                            _ => Lines::default(),
-                        }),
-                        down_sums: match &multi {
-                            Some(m) if m.down_first => {
-                                Lines::zeroed(m.row_len.iter().copied().max().unwrap_or(0))
-                            }
-                            _ => Lines::default(),
-                        },
-                    },
-                    packed_rows: match &multi {
-                        Some(m) if m.groups.iter().any(|g| g.compact.is_some() || g.planar.is_some()) => {
-                            Lines::zeroed(
-                                multitap::ROWS_AT_ONCE * m.row_len.iter().copied().max().unwrap_or(0),
-                            )
-                        }
-                        _ => Lines::default(),
-                    },
-                    counts: KernelCounts::default(),
-                })
-            })
-            .collect();
+        let scratch = build::band_scratch(workers.bands(), &plane_window, rect.width, &comps, &multi);
         let mut conv = Converter {
             format,
             src_w,
