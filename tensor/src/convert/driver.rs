@@ -15,6 +15,8 @@ use super::avx2;
 #[cfg(target_arch = "x86_64")]
 use super::avx512;
 use super::baseline;
+#[cfg(target_arch = "x86_64")]
+use super::finish::YUV;
 use super::finish::{SendPtr, RGB};
 #[cfg(target_arch = "x86_64")]
 use super::lines::Lines;
@@ -23,6 +25,8 @@ use super::multitap::{self, VTaps};
 use super::neon;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::plan::Group;
+#[cfg(target_arch = "x86_64")]
+use super::plan::{SampleRow, Shuffle};
 use super::{Converter, Scratch, Simd, SrcImage};
 use std::ops::Range;
 
@@ -229,6 +233,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         // for the next rows' lines among their loads (`direct_rows`); the other planes' lines in
         // parts (`Ahead`), one now.
         let mut direct: [Option<DirectRows<'_>>; 3] = [None; 3];
+        #[cfg(target_arch = "x86_64")]
+        let mut luma_row: Option<SampleRow<'_, Shuffle>> = None;
         if let Some(m) = pil_pixels {
             prefetch_multi_pages(c, m, src, cy);
         }
@@ -520,6 +526,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
             #[cfg(target_arch = "x86_64")]
             let paired = pair(c, &direct, &mut s.comps);
             #[cfg(target_arch = "x86_64")]
+            let luma_in_finish = !c.avx512() && c.avx2() && c.fused_finish && c.finish.kind == YUV;
+            #[cfg(target_arch = "x86_64")]
             if let Some(made) = paired {
                 // Both planes are read straight, so no part of `ahead` is left to ask for.
                 s.counts.sampled += made;
@@ -532,6 +540,18 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     let d = d.first_asks(g.plane, &mut asked);
                     let DirectRows { r0, r1, wy, shuffled, next } = d;
                     let (wx, wq, single) = group_weights(c, g);
+                    // The luma read by the finish itself (`avx2::finish_luma`): here only the
+                    // columns past its blocks.
+                    if let (Some(plan), true) = (&g.shuffle, shuffled && luma_in_finish) {
+                        let row = d.row(g, plan, wq, single);
+                        if let Some(covered) = avx2::luma_in_finish(&row) {
+                            let columns = row.tail(wx, 8, covered / 8, &mut s.comps);
+                            luma_row = Some(row);
+                            s.counts.sampled += columns as u64;
+                            ahead.piece();
+                            continue;
+                        }
+                    }
                     let columns = match (&g.permute, &g.shuffle) {
                         (Some(plan), _) if c.avx512() && plan.reach <= r0.len().min(r1.len()) => unsafe {
                             avx512::sample(d.row(g, plan, wq, single), wx, &mut s.comps)
@@ -612,6 +632,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         } else if c.avx2() && c.fused_finish {
             done = if c.avx512() {
                 unsafe { avx512::finish(&c.finish, &s.comps, dst, y) }
+            } else if let Some(row) = &luma_row {
+                unsafe { avx2::finish_luma(&c.finish, &s.comps, dst, y, row) }
             } else {
                 unsafe { avx2::finish(&c.finish, &s.comps, dst, y) }
             };

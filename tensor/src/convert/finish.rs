@@ -219,20 +219,21 @@ macro_rules! finish_dispatch {
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_imports))]
 pub(super) use finish_dispatch;
 
-/// `finish_dispatch` for a YUV source's components as bytes (each level's `finish_yuv_bytes`):
-/// `$f::<u8, YUV, CS, OUT>($v, args...)`, one loop per output colourspace and form.
+/// `finish_dispatch` for a YUV source alone: `$f::<T, YUV, CS, OUT>($v, args...)`, one loop per
+/// output colourspace and form (each level's `finish_yuv_bytes`, the components as bytes `T =
+/// u8`, and AVX2's `finish_luma`).
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_macros))]
-macro_rules! finish_yuv_bytes_dispatch {
-    ($f:ident, $v:expr, $($arg:expr),*) => {{
+macro_rules! finish_yuv_dispatch {
+    ($f:ident<$t:ty>, $v:expr, $($arg:expr),*) => {{
         use $crate::convert::finish::{BYTE, CS_BGR, CS_GRAY, CS_RGB, CS_RGBA, FLOAT, RAW8, YUV};
         let f: &$crate::convert::finish::FinishValues = $v;
-        assert_eq!(f.kind, YUV, "only a YUV source's components come as bytes");
+        assert_eq!(f.kind, YUV, "a finish for a YUV source's components alone");
         macro_rules! by_out {
             ($cs:expr) => {
                 match f.out {
-                    RAW8 => unsafe { $f::<u8, YUV, { $cs }, RAW8>(f, $($arg),*) },
-                    BYTE => unsafe { $f::<u8, YUV, { $cs }, BYTE>(f, $($arg),*) },
-                    _ => unsafe { $f::<u8, YUV, { $cs }, FLOAT>(f, $($arg),*) },
+                    RAW8 => unsafe { $f::<$t, YUV, { $cs }, RAW8>(f, $($arg),*) },
+                    BYTE => unsafe { $f::<$t, YUV, { $cs }, BYTE>(f, $($arg),*) },
+                    _ => unsafe { $f::<$t, YUV, { $cs }, FLOAT>(f, $($arg),*) },
                 }
             };
         }
@@ -245,7 +246,7 @@ macro_rules! finish_yuv_bytes_dispatch {
     }};
 }
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_imports))]
-pub(super) use finish_yuv_bytes_dispatch;
+pub(super) use finish_yuv_dispatch;
 
 /// The values of the colour and normalization arithmetic, made once with the plan (each fused loop
 /// broadcasts them per row; the baseline's `colour` and stores read them), the colour rows in R,

@@ -7,7 +7,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::finish::{
-    channels, fill_blocks, finish_dispatch, finish_yuv_bytes_dispatch, folded, order, yuv_rows, FinishValues,
+    channels, fill_blocks, finish_dispatch, finish_yuv_dispatch, folded, order, yuv_rows, FinishValues,
     SendPtr, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
 use super::hint::{output_asked, prefetch_store, STORE_AHEAD};
@@ -169,7 +169,7 @@ pub(super) unsafe fn finish_yuv_bytes(
     dst: SendPtr,
     y: usize,
 ) -> usize {
-    finish_yuv_bytes_dispatch!(finish_rows, f, comps, dst, y)
+    finish_yuv_dispatch!(finish_rows<u8>, f, comps, dst, y)
 }
 
 /// A component row's values as the finish loads them, sixteen (or the lanes of `px`) at `x`.

@@ -20,8 +20,8 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::finish::{
-    channels, finish_dispatch, finish_yuv_bytes_dispatch, folded, order, yuv_rows, FinishValues, SendPtr,
-    FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
+    channels, finish_dispatch, finish_yuv_dispatch, folded, order, yuv_rows, FinishValues, SendPtr, FLOAT,
+    GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
 use super::hint::{block_asks, first_asks, prefetch, Trickle};
 use super::lines::Lines;
@@ -165,7 +165,7 @@ pub(super) unsafe fn finish_yuv_bytes(
     dst: SendPtr,
     y: usize,
 ) -> usize {
-    finish_yuv_bytes_dispatch!(finish_rows, f, comps, dst, y)
+    finish_yuv_dispatch!(finish_rows<u8>, f, comps, dst, y)
 }
 
 /// A component row's values as the finish loads them, four at `x`.
