@@ -15,9 +15,9 @@ use super::avx2;
 #[cfg(target_arch = "x86_64")]
 use super::avx512;
 use super::baseline;
-#[cfg(target_arch = "x86_64")]
-use super::finish::YUV;
 use super::finish::{SendPtr, RGB};
+#[cfg(target_arch = "x86_64")]
+use super::finish::{FLOAT, YUV};
 #[cfg(target_arch = "x86_64")]
 use super::lines::Lines;
 use super::multitap::{self, VTaps};
@@ -235,6 +235,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         let mut direct: [Option<DirectRows<'_>>; 3] = [None; 3];
         #[cfg(target_arch = "x86_64")]
         let mut luma_row: Option<SampleRow<'_, Shuffle>> = None;
+        #[cfg(target_arch = "x86_64")]
+        let mut luma512: Option<avx512::LumaBlocks<'_>> = None;
         if let Some(m) = pil_pixels {
             prefetch_multi_pages(c, m, src, cy);
         }
@@ -523,8 +525,20 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                 let (r0, r1) = (&bytes[s0 + lo..s0 + hi], &bytes[s1 + lo..s1 + hi]);
                 baseline::blend_rows(r0, r1, axis.w[cy], &mut s.vrows[p][..hi - lo]);
             }
+            // At AVX-512, the luma read by the float32 finish itself (`avx512::finish_luma`)
+            // where it shares its one row with the chroma (YUY2, UYVY at 3×), whose blocks ask
+            // for the row's lines; elsewhere the luma and chroma blocks side by side.
             #[cfg(target_arch = "x86_64")]
-            let paired = pair(c, &direct, &mut s.comps);
+            let luma512_in_finish = c.avx512()
+                && c.fused_finish
+                && c.finish.kind == YUV
+                && c.finish.out == FLOAT
+                && c.groups.len() == 2
+                && c.groups.iter().all(|g| g.plane == 0 && g.permute.is_some())
+                && direct[0].is_some_and(|d| d.wy == 0.0)
+                && c.luma_on_samples;
+            #[cfg(target_arch = "x86_64")]
+            let paired = if luma512_in_finish { None } else { pair(c, &direct, &mut s.comps) };
             #[cfg(target_arch = "x86_64")]
             let luma_in_finish = !c.avx512() && c.avx2() && c.fused_finish && c.finish.kind == YUV;
             #[cfg(target_arch = "x86_64")]
@@ -548,6 +562,18 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                             let columns = row.tail(wx, 8, covered / 8, &mut s.comps);
                             luma_row = Some(row);
                             s.counts.sampled += columns as u64;
+                            ahead.piece();
+                            continue;
+                        }
+                    }
+                    if let (Some(plan), true) = (&g.permute, luma512_in_finish && g.members[0].0 == 0) {
+                        let row = d.row(g, plan, wq, single);
+                        if let Some(lb) = avx512::LumaBlocks::of(&row, s.comps[0].len()) {
+                            let columns = row.tail(wx, 16, lb.count, &mut s.comps);
+                            luma512 = Some(lb);
+                            s.counts.sampled += columns as u64;
+                            // The chroma's blocks ask for the rows' lines.
+                            asked &= !(1 << g.plane);
                             ahead.piece();
                             continue;
                         }
@@ -630,7 +656,9 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
             };
             s.counts.from_bytes += done as u64;
         } else if c.avx2() && c.fused_finish {
-            done = if c.avx512() {
+            done = if let Some(lb) = &luma512 {
+                unsafe { avx512::finish_luma(&c.finish, &s.comps, dst, y, lb) }
+            } else if c.avx512() {
                 unsafe { avx512::finish(&c.finish, &s.comps, dst, y) }
             } else if let Some(row) = &luma_row {
                 unsafe { avx2::finish_luma(&c.finish, &s.comps, dst, y, row) }

@@ -23,7 +23,8 @@ mod vertical;
 pub(super) use boxes::{box_blocks, box_even, box_sums, box_sums_split, pack_words};
 pub(super) use finish_bytes::finish_bytes;
 pub(super) use quads::{box_quads, vnni};
-pub(super) use sample::{sample, sample_pair};
+pub(super) use sample::{sample, sample_pair, LumaBlocks};
+use sample::{LUMA_HALVES, LUMA_NARROW};
 pub(super) use taps::{multitap, multitap_bytes, pack_bytes, pack_bytes_split, whole_bytes};
 pub(super) use vertical::{down_bytes, multitap_vertical, vertical_bytes};
 
@@ -153,6 +154,59 @@ pub(super) unsafe fn finish(f: &FinishValues, comps: &[Lines<f32>; 4], dst: Send
     finish_dispatch!(finish_rows<f32>, f, comps, dst, y)
 }
 
+/// `finish` of a YUV source with the luma read from the frame by the finish itself (`luma`'s
+/// blocks), `comps[0]` holding only the columns past them: the driver takes it for float32
+/// from YUY2 and UYVY at 3×, whose chroma's blocks, sampled alone, ask for the row's lines.
+/// A float32 finish waits on its stores; the luma's loads, from lines the chroma's blocks just
+/// read, go under them. Intel Xeon, engine, YUY2 1080p, one binary with a switch, four rounds
+/// (side by side → in the finish, ms): float32 hot 0.164–0.166 → 0.157–0.161, 8 frames
+/// 0.169–0.171 → 0.167–0.169 (0.178–0.179 → 0.169–0.170 in a slower stretch), 32 frames
+/// 0.240–0.249 → 0.237–0.244, planar 8 frames 0.166–0.167 → 0.163–0.165; the element's 8 camera
+/// frames 0.201–0.205 → 0.196–0.199. Not for uint8 (8 frames 0.136–0.138 → 0.141–0.143, 32
+/// frames 0.196–0.203 → 0.203–0.218; hot faster), whose finish has no stores' waits to hide the
+/// loads under, nor NV12 (its luma's plane asked for by the finish itself: float32 level, uint8
+/// on 32 frames 0.170–0.194 → 0.202–0.216 in the element).
+///
+/// # Safety
+/// As `finish`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
+pub(super) unsafe fn finish_luma(
+    f: &FinishValues,
+    comps: &[Lines<f32>; 4],
+    dst: SendPtr,
+    y: usize,
+    luma: &LumaBlocks<'_>,
+) -> usize {
+    match luma.shape {
+        LUMA_NARROW => finish_yuv_dispatch!(finish_luma_narrow<f32>, f, comps, dst, y, luma),
+        _ => finish_yuv_dispatch!(finish_luma_halves<f32>, f, comps, dst, y, luma),
+    }
+}
+
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
+unsafe fn finish_luma_narrow<S: Values, const K: u8, const CS: u8, const OUT: u8>(
+    f: &FinishValues,
+    comps: &[Lines<S>; 4],
+    dst: SendPtr,
+    y: usize,
+    luma: &LumaBlocks<'_>,
+) -> usize {
+    unsafe { finish_rows_of::<S, K, CS, OUT, LUMA_NARROW, true>(f, comps, dst, y, Some(luma)) }
+}
+
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
+unsafe fn finish_luma_halves<S: Values, const K: u8, const CS: u8, const OUT: u8>(
+    f: &FinishValues,
+    comps: &[Lines<S>; 4],
+    dst: SendPtr,
+    y: usize,
+    luma: &LumaBlocks<'_>,
+) -> usize {
+    unsafe { finish_rows_of::<S, K, CS, OUT, LUMA_HALVES, true>(f, comps, dst, y, Some(luma)) }
+}
+
 /// `finish` of a YUV source's components as bytes (PIL's blended-down-first rows,
 /// `multitap::pil8_down_first`), each widened as it is loaded: the same floats, so the same
 /// output, without a pass that stores them first (`widen`, 4 % of the frame's samples). Engine,
@@ -225,6 +279,26 @@ unsafe fn finish_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
     dst: SendPtr,
     y: usize,
 ) -> usize {
+    unsafe { finish_rows_of::<S, K, CS, OUT, 0, false>(f, comps, dst, y, None) }
+}
+
+/// `finish_rows`, the luma's first blocks from `luma` where `LUMA` (`finish_luma`).
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
+unsafe fn finish_rows_of<
+    S: Values,
+    const K: u8,
+    const CS: u8,
+    const OUT: u8,
+    const SHAPE: u8,
+    const LUMA: bool,
+>(
+    f: &FinishValues,
+    comps: &[Lines<S>; 4],
+    dst: SendPtr,
+    y: usize,
+    luma: Option<&LumaBlocks<'_>>,
+) -> usize {
     let n = f.width.min(comps[0].len());
     let zero = _mm512_setzero_ps();
     let mut k = Consts {
@@ -258,24 +332,37 @@ unsafe fn finish_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
     let esz = if OUT == FLOAT { 4 } else { 1 };
     let row = unsafe { dst.0.add(y * f.row_stride + f.x0 * if f.chw { esz } else { channels(CS) * esz }) };
     let mut x = 0;
+    if LUMA {
+        let luma = luma.expect("the luma's blocks");
+        assert!(16 * luma.count <= n, "the luma's blocks end within the finished columns");
+        for b in 0..luma.count {
+            unsafe {
+                let yv = _mm512_cvtepi32_ps(luma.value::<SHAPE>(b));
+                pixels::<S, K, CS, OUT, true>(&k, comps, row, 16 * b, 16, yv)
+            };
+        }
+        x = 16 * luma.count;
+    }
+    let zero = _mm512_setzero_ps();
     while x + 16 <= n {
-        unsafe { pixels::<S, K, CS, OUT>(&k, comps, row, x, 16) };
+        unsafe { pixels::<S, K, CS, OUT, false>(&k, comps, row, x, 16, zero) };
         x += 16;
     }
     if x < n {
-        unsafe { pixels::<S, K, CS, OUT>(&k, comps, row, x, n - x) };
+        unsafe { pixels::<S, K, CS, OUT, false>(&k, comps, row, x, n - x, zero) };
     }
     n
 }
 
 /// Pixels `x..x + left` (`left` ≤ 16; loads and stores masked below 16).
 #[inline(always)]
-unsafe fn pixels<S: Values, const K: u8, const CS: u8, const OUT: u8>(
+unsafe fn pixels<S: Values, const K: u8, const CS: u8, const OUT: u8, const LUMA: bool>(
     k: &Consts,
     comps: &[Lines<S>; 4],
     row: *mut u8,
     x: usize,
     left: usize,
+    luma: __m512,
 ) {
     let (nc, order, fold) = (channels(CS), order(CS), folded(K, CS, OUT));
     let px: u16 = if left >= 16 { !0 } else { (1u16 << left) - 1 };
@@ -296,8 +383,8 @@ unsafe fn pixels<S: Values, const K: u8, const CS: u8, const OUT: u8>(
         let mut ch = [zero, zero, zero, full];
         match K {
             YUV => {
-                let rgb =
-                    yuv_rows!(fold, _mm512_mul_ps, _mm512_add_ps, k.m, k.k, k.luma, ld(0), ld(1), ld(2));
+                let yv = if LUMA { luma } else { ld(0) };
+                let rgb = yuv_rows!(fold, _mm512_mul_ps, _mm512_add_ps, k.m, k.k, k.luma, yv, ld(1), ld(2));
                 for i in 0..3 {
                     let r = order[i];
                     ch[i] = if OUT == RAW8 && nc != 1 {

@@ -419,3 +419,54 @@ impl<const SHAPE: u8, const M: usize, const SINGLE: bool, const TWO: bool> Block
         }
     }
 }
+
+/// A one-member group's one-row, one-tap blocks (the luma's, where the finish reads them itself:
+/// `finish_luma`), set up once a row: `value(b)` is block `b`'s sixteen bytes as dwords. They ask
+/// for no lines: the other group on their row asks for them.
+#[derive(Clone, Copy)]
+pub(in super::super) struct LumaBlocks<'a> {
+    row: &'a [u8],
+    bases: &'a [u32],
+    controls: &'a [Aligned64<[u8; 64]>],
+    keep: u64,
+    /// The blocks there are, and their shape (`NARROW` or `HALVES`).
+    pub(in super::super) count: usize,
+    pub(in super::super) shape: u8,
+}
+
+impl<'a> LumaBlocks<'a> {
+    /// `row`'s blocks where the finish can take them: one member, taps on samples, one source
+    /// row, windows narrow or halves.
+    pub(in super::super) fn of(row: &Row<'a>, width: usize) -> Option<Self> {
+        let ok = row.g.members.len() == 1
+            && row.single
+            && row.wy == 0.0
+            && row.plan.windows != Windows::Split
+            && row.plan.reach <= row.r0.len();
+        ok.then(|| LumaBlocks {
+            row: row.r0,
+            bases: row.plan.bases.as_slice(),
+            controls: row.plan.controls.as_slice(),
+            keep: 0x1111_1111_1111_1111,
+            count: block_count::<1>(row, width),
+            shape: window_shape(row.plan),
+        })
+    }
+
+    /// Block `b`'s values.
+    ///
+    /// # Safety
+    /// `b < count`; `SHAPE` is `shape`; the CPU has AVX-512 F/BW/VBMI.
+    #[inline(always)]
+    pub(in super::super) unsafe fn value<const SHAPE: u8>(&self, b: usize) -> __m512i {
+        unsafe {
+            let w = windows::<SHAPE, false>(self.row, self.bases, b, [0, 0]);
+            let ctl = _mm512_loadu_si512(self.controls.as_ptr().add(b * 2) as *const _);
+            pick::<SHAPE>(_mm512_setzero_si512(), &w, ctl, opaque::<SHAPE, _>(self.keep))
+        }
+    }
+}
+
+/// `LumaBlocks::shape`'s values (`finish_luma`'s cases).
+pub(in super::super) const LUMA_NARROW: u8 = NARROW;
+pub(in super::super) const LUMA_HALVES: u8 = HALVES;
