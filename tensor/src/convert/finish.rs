@@ -219,21 +219,21 @@ macro_rules! finish_dispatch {
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_imports))]
 pub(super) use finish_dispatch;
 
-/// `finish_dispatch` for a YUV source alone: `$f::<T, YUV, CS, OUT>($v, args...)`, one loop per
-/// output colourspace and form (each level's `finish_yuv_bytes`, the components as bytes `T =
-/// u8`, and AVX2's `finish_luma`).
+/// `finish_dispatch` for a YUV source alone: `$f::<G.., YUV, CS, OUT>($v, args...)` with the
+/// leading generic arguments given, one loop per output colourspace and form (each level's
+/// `finish_yuv_bytes`, the components as bytes, and the levels' `finish_luma`).
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(unused_macros))]
 macro_rules! finish_yuv_dispatch {
-    ($f:ident<$t:ty>, $v:expr, $($arg:expr),*) => {{
+    ($f:ident<$($g:tt),+>, $v:expr, $($arg:expr),*) => {{
         use $crate::convert::finish::{BYTE, CS_BGR, CS_GRAY, CS_RGB, CS_RGBA, FLOAT, RAW8, YUV};
         let f: &$crate::convert::finish::FinishValues = $v;
         assert_eq!(f.kind, YUV, "a finish for a YUV source's components alone");
         macro_rules! by_out {
             ($cs:expr) => {
                 match f.out {
-                    RAW8 => unsafe { $f::<$t, YUV, { $cs }, RAW8>(f, $($arg),*) },
-                    BYTE => unsafe { $f::<$t, YUV, { $cs }, BYTE>(f, $($arg),*) },
-                    _ => unsafe { $f::<$t, YUV, { $cs }, FLOAT>(f, $($arg),*) },
+                    RAW8 => unsafe { $f::<$($g,)+ YUV, { $cs }, RAW8>(f, $($arg),*) },
+                    BYTE => unsafe { $f::<$($g,)+ YUV, { $cs }, BYTE>(f, $($arg),*) },
+                    _ => unsafe { $f::<$($g,)+ YUV, { $cs }, FLOAT>(f, $($arg),*) },
                 }
             };
         }

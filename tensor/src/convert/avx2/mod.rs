@@ -260,7 +260,7 @@ pub(super) unsafe fn finish_luma(
     y: usize,
     luma: &SampleRow<'_, Shuffle>,
 ) -> usize {
-    finish_yuv_dispatch!(finish_luma_rows<f32>, f, comps, dst, y, luma)
+    finish_yuv_dispatch!(finish_rows_of<true, f32>, f, comps, dst, y, Some(luma))
 }
 
 /// Whether the finish can read `row`'s luma itself (`finish_luma`): the group is the Y
@@ -271,18 +271,6 @@ pub(super) fn luma_in_finish(row: &SampleRow<'_, Shuffle>) -> Option<usize> {
     let alone = g.members.len() == 1 && g.members[0].0 == 0;
     let ok = alone && row.single && row.wy == 0.0 && plan.windows == 2 && plan.reach <= row.r0.len();
     ok.then(|| 8 * plan.bases.len().min(plan.controls.len() / 2).min(g.i0.len() / 8))
-}
-
-#[cfg_attr(debug_assertions, inline(never))]
-#[cfg_attr(not(debug_assertions), inline(always))]
-unsafe fn finish_luma_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
-    f: &FinishValues,
-    comps: &[Lines<S>; 4],
-    dst: SendPtr,
-    y: usize,
-    luma: &SampleRow<'_, Shuffle>,
-) -> usize {
-    unsafe { finish_rows_of::<S, K, CS, OUT, true>(f, comps, dst, y, Some(luma)) }
 }
 
 /// `finish` of a YUV source's components as bytes, widened as they are loaded (as
@@ -331,13 +319,13 @@ unsafe fn finish_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
     dst: SendPtr,
     y: usize,
 ) -> usize {
-    unsafe { finish_rows_of::<S, K, CS, OUT, false>(f, comps, dst, y, None) }
+    unsafe { finish_rows_of::<false, S, K, CS, OUT>(f, comps, dst, y, None) }
 }
 
 /// `finish_rows`, the luma read from the frame where `LUMA` (`finish_luma`).
 #[cfg_attr(debug_assertions, inline(never))]
 #[cfg_attr(not(debug_assertions), inline(always))]
-unsafe fn finish_rows_of<S: Values, const K: u8, const CS: u8, const OUT: u8, const LUMA: bool>(
+unsafe fn finish_rows_of<const LUMA: bool, S: Values, const K: u8, const CS: u8, const OUT: u8>(
     f: &FinishValues,
     comps: &[Lines<S>; 4],
     dst: SendPtr,

@@ -178,33 +178,11 @@ pub(super) unsafe fn finish_luma(
     luma: &LumaBlocks<'_>,
 ) -> usize {
     match luma.shape {
-        LUMA_NARROW => finish_yuv_dispatch!(finish_luma_narrow<f32>, f, comps, dst, y, luma),
-        _ => finish_yuv_dispatch!(finish_luma_halves<f32>, f, comps, dst, y, luma),
+        LUMA_NARROW => {
+            finish_yuv_dispatch!(finish_rows_of<LUMA_NARROW, true, f32>, f, comps, dst, y, Some(luma))
+        }
+        _ => finish_yuv_dispatch!(finish_rows_of<LUMA_HALVES, true, f32>, f, comps, dst, y, Some(luma)),
     }
-}
-
-#[cfg_attr(debug_assertions, inline(never))]
-#[cfg_attr(not(debug_assertions), inline(always))]
-unsafe fn finish_luma_narrow<S: Values, const K: u8, const CS: u8, const OUT: u8>(
-    f: &FinishValues,
-    comps: &[Lines<S>; 4],
-    dst: SendPtr,
-    y: usize,
-    luma: &LumaBlocks<'_>,
-) -> usize {
-    unsafe { finish_rows_of::<S, K, CS, OUT, LUMA_NARROW, true>(f, comps, dst, y, Some(luma)) }
-}
-
-#[cfg_attr(debug_assertions, inline(never))]
-#[cfg_attr(not(debug_assertions), inline(always))]
-unsafe fn finish_luma_halves<S: Values, const K: u8, const CS: u8, const OUT: u8>(
-    f: &FinishValues,
-    comps: &[Lines<S>; 4],
-    dst: SendPtr,
-    y: usize,
-    luma: &LumaBlocks<'_>,
-) -> usize {
-    unsafe { finish_rows_of::<S, K, CS, OUT, LUMA_HALVES, true>(f, comps, dst, y, Some(luma)) }
 }
 
 /// `finish` of a YUV source's components as bytes (PIL's blended-down-first rows,
@@ -279,19 +257,19 @@ unsafe fn finish_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
     dst: SendPtr,
     y: usize,
 ) -> usize {
-    unsafe { finish_rows_of::<S, K, CS, OUT, 0, false>(f, comps, dst, y, None) }
+    unsafe { finish_rows_of::<0, false, S, K, CS, OUT>(f, comps, dst, y, None) }
 }
 
 /// `finish_rows`, the luma's first blocks from `luma` where `LUMA` (`finish_luma`).
 #[cfg_attr(debug_assertions, inline(never))]
 #[cfg_attr(not(debug_assertions), inline(always))]
 unsafe fn finish_rows_of<
+    const SHAPE: u8,
+    const LUMA: bool,
     S: Values,
     const K: u8,
     const CS: u8,
     const OUT: u8,
-    const SHAPE: u8,
-    const LUMA: bool,
 >(
     f: &FinishValues,
     comps: &[Lines<S>; 4],
