@@ -227,6 +227,19 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
     // PIL's filters over an RGB source's pixels through the byte ring: their pages asked for
     // ahead (`prefetch_multi_pages`; not the other multi-tap rows, where it measured slower).
     let pil_pixels = c.multi.as_ref().filter(|m| m.round_between && !m.down_first && c.finish.kind == RGB);
+    // Where the finish may read the luma itself (`avx2::finish_luma`; at AVX-512 the float32
+    // finish, where the luma shares its one plane with the chroma: `avx512::finish_luma`), the
+    // rows that take it known per row.
+    #[cfg(target_arch = "x86_64")]
+    let avx2_luma = !c.avx512() && c.avx2() && c.fused_finish && c.finish.kind == YUV;
+    #[cfg(target_arch = "x86_64")]
+    let avx512_luma = c.avx512()
+        && c.fused_finish
+        && c.finish.kind == YUV
+        && c.finish.out == FLOAT
+        && c.groups.len() == 2
+        && c.groups.iter().all(|g| g.plane == 0 && g.permute.is_some())
+        && c.luma_on_samples;
     for y in rows.start.max(content.start)..rows.end.min(content.end) {
         let cy = y - rect.y;
         // Bilinear and nearest: the planes the kernels read straight from the frame, which ask
@@ -525,22 +538,13 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                 let (r0, r1) = (&bytes[s0 + lo..s0 + hi], &bytes[s1 + lo..s1 + hi]);
                 baseline::blend_rows(r0, r1, axis.w[cy], &mut s.vrows[p][..hi - lo]);
             }
-            // At AVX-512, the luma read by the float32 finish itself (`avx512::finish_luma`)
-            // where it shares its one row with the chroma (YUY2, UYVY at 3×), whose blocks ask
-            // for the row's lines; elsewhere the luma and chroma blocks side by side.
+            // At AVX-512, the luma read by the float32 finish itself where it shares its one
+            // source row with the chroma (YUY2, UYVY at 3×), whose blocks ask for the row's
+            // lines; elsewhere the luma and chroma blocks side by side.
             #[cfg(target_arch = "x86_64")]
-            let luma512_in_finish = c.avx512()
-                && c.fused_finish
-                && c.finish.kind == YUV
-                && c.finish.out == FLOAT
-                && c.groups.len() == 2
-                && c.groups.iter().all(|g| g.plane == 0 && g.permute.is_some())
-                && direct[0].is_some_and(|d| d.wy == 0.0)
-                && c.luma_on_samples;
+            let luma512_in_finish = avx512_luma && direct[0].is_some_and(|d| d.wy == 0.0);
             #[cfg(target_arch = "x86_64")]
             let paired = if luma512_in_finish { None } else { pair(c, &direct, &mut s.comps) };
-            #[cfg(target_arch = "x86_64")]
-            let luma_in_finish = !c.avx512() && c.avx2() && c.fused_finish && c.finish.kind == YUV;
             #[cfg(target_arch = "x86_64")]
             if let Some(made) = paired {
                 // Both planes are read straight, so no part of `ahead` is left to ask for.
@@ -556,7 +560,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     let (wx, wq, single) = group_weights(c, g);
                     // The luma read by the finish itself (`avx2::finish_luma`): here only the
                     // columns past its blocks.
-                    if let (Some(plan), true) = (&g.shuffle, shuffled && luma_in_finish) {
+                    if let (Some(plan), true) = (&g.shuffle, shuffled && avx2_luma) {
                         let row = d.row(g, plan, wq, single);
                         if let Some(covered) = avx2::luma_in_finish(&row) {
                             let columns = row.tail(wx, 8, covered / 8, &mut s.comps);
