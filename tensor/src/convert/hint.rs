@@ -49,10 +49,10 @@ pub(super) fn block_asks<const TWO: bool>(r0: &[u8], last: u32, ahead: [usize; 2
 
 /// The blocks a run of `block_asks` covers at the AVX2 level (`run_asks`).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-pub(super) const ASK_RUN: usize = 4;
+const ASK_RUN: usize = 4;
 
-/// `block_asks` once for a run of `ASK_RUN` blocks, by its first: the two lines from that block's
-/// last window on. Eight outputs span 24 bytes at 3× (20 at 2.5×), so a run's windows end
+/// `block_asks` once for a run of `ASK_RUN` blocks, by its first (block `b` asks where it starts
+/// a run, the others nothing): the two lines from that block's last window on. Eight outputs span 24 bytes at 3× (20 at 2.5×), so a run's windows end
 /// within the two; asking a block for its own last line asked for each line 2.7 times. Intel
 /// Xeon, engine, AVX2 level, two builds alternated four or five times: NV12 1080p on 8 frames
 /// 0.169–0.173 → 0.166–0.171 ms, hot 0.166–0.170 → 0.164–0.165, RGBA 8 frames 0.257–0.259 →
@@ -61,9 +61,11 @@ pub(super) const ASK_RUN: usize = 4;
 /// unmeasured on a board.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
-pub(super) fn run_asks<const TWO: bool>(r0: &[u8], last: u32, ahead: [usize; 2]) {
-    block_asks::<TWO>(r0, last, ahead);
-    block_asks::<TWO>(r0, last + 64, ahead);
+pub(super) fn run_asks<const TWO: bool>(r0: &[u8], b: usize, last: u32, ahead: [usize; 2]) {
+    if b.is_multiple_of(ASK_RUN) {
+        block_asks::<TWO>(r0, last, ahead);
+        block_asks::<TWO>(r0, last + 64, ahead);
+    }
 }
 
 /// x86's hints (`_MM_HINT_*`): into the first-level cache, the second, the third, or the first

@@ -23,7 +23,7 @@ mod rows_first;
 mod taps;
 mod vertical;
 mod whole;
-use super::hint::{first_asks, output_asked, prefetch_span, prefetch_store, run_asks, ASK_RUN, STORE_AHEAD};
+use super::hint::{first_asks, output_asked, prefetch_span, prefetch_store, run_asks, STORE_AHEAD};
 pub(super) use boxes::{box_blocks, box_sums, box_sums_split};
 pub(super) use finish_bytes::finish_bytes;
 pub(super) use pixels::{pack_planar, pixel_words, pixels, pixels_bytes};
@@ -387,9 +387,7 @@ unsafe fn finish_rows_of<const LUMA: bool, S: Values, const K: u8, const CS: u8,
                     let yv = if LUMA {
                         let b = x / 8;
                         let w = *lbases.add(b);
-                        if b % ASK_RUN == 0 {
-                            run_asks::<false>(lr, w[1], lahead);
-                        }
+                        run_asks::<false>(lr, b, w[1], lahead);
                         let v = _mm256_loadu2_m128i(
                             lr.as_ptr().add(w[1] as usize) as *const __m128i,
                             lr.as_ptr().add(w[0] as usize) as *const __m128i,
@@ -600,9 +598,7 @@ unsafe fn shuffle_blocks<const P: usize, const M: usize, const SINGLE: bool, con
     for b in 0..blocks {
         unsafe {
             let w = *bases.add(b);
-            if b % ASK_RUN == 0 {
-                run_asks::<TWO>(r0, w[2 * P - 1], ahead);
-            }
+            run_asks::<TWO>(r0, b, w[2 * P - 1], ahead);
             // Vector p's lanes are windows p and p + P: the plan keeps every base + 16 within
             // `reach`.
             let load = |r: &[u8], p: usize| {

@@ -2,7 +2,7 @@
 //! 256ths: each row's tap bytes across first by one `pmaddubsw` a pair of members, then the two
 //! rows down by one `pmaddwd`.
 
-use super::super::hint::{first_asks, run_asks, ASK_RUN};
+use super::super::hint::{first_asks, run_asks};
 use super::super::lines::Lines;
 use super::super::plan::{row_steps, SampleRow, Shuffle};
 use super::Scaled;
@@ -54,9 +54,7 @@ pub(super) unsafe fn rows_first_blocks<const M: usize>(
     for b in 0..blocks {
         unsafe {
             let w = *bases.add(b);
-            if b % ASK_RUN == 0 {
-                run_asks::<true>(r0, w[1], ahead);
-            }
+            run_asks::<true>(r0, b, w[1], ahead);
             let load = |r: &[u8]| {
                 _mm256_loadu2_m128i(
                     r.as_ptr().add(w[1] as usize) as *const __m128i,

@@ -316,31 +316,31 @@ unsafe fn finish_rows_of<
         for b in 0..luma.count {
             unsafe {
                 let yv = _mm512_cvtepi32_ps(luma.value::<SHAPE>(b));
-                pixels::<S, K, CS, OUT, true>(&k, comps, row, 16 * b, 16, yv)
+                pixels::<S, K, CS, OUT>(&k, comps, row, 16 * b, 16, Some(yv))
             };
         }
         x = 16 * luma.count;
     }
-    let zero = _mm512_setzero_ps();
     while x + 16 <= n {
-        unsafe { pixels::<S, K, CS, OUT, false>(&k, comps, row, x, 16, zero) };
+        unsafe { pixels::<S, K, CS, OUT>(&k, comps, row, x, 16, None) };
         x += 16;
     }
     if x < n {
-        unsafe { pixels::<S, K, CS, OUT, false>(&k, comps, row, x, n - x, zero) };
+        unsafe { pixels::<S, K, CS, OUT>(&k, comps, row, x, n - x, None) };
     }
     n
 }
 
-/// Pixels `x..x + left` (`left` ≤ 16; loads and stores masked below 16).
+/// Pixels `x..x + left` (`left` ≤ 16; loads and stores masked below 16), a YUV source's luma
+/// given (`finish_luma`) or loaded from `comps[0]`.
 #[inline(always)]
-unsafe fn pixels<S: Values, const K: u8, const CS: u8, const OUT: u8, const LUMA: bool>(
+unsafe fn pixels<S: Values, const K: u8, const CS: u8, const OUT: u8>(
     k: &Consts,
     comps: &[Lines<S>; 4],
     row: *mut u8,
     x: usize,
     left: usize,
-    luma: __m512,
+    luma: Option<__m512>,
 ) {
     let (nc, order, fold) = (channels(CS), order(CS), folded(K, CS, OUT));
     let px: u16 = if left >= 16 { !0 } else { (1u16 << left) - 1 };
@@ -361,7 +361,7 @@ unsafe fn pixels<S: Values, const K: u8, const CS: u8, const OUT: u8, const LUMA
         let mut ch = [zero, zero, zero, full];
         match K {
             YUV => {
-                let yv = if LUMA { luma } else { ld(0) };
+                let yv = luma.unwrap_or_else(|| ld(0));
                 let rgb = yuv_rows!(fold, _mm512_mul_ps, _mm512_add_ps, k.m, k.k, k.luma, yv, ld(1), ld(2));
                 for i in 0..3 {
                     let r = order[i];
