@@ -203,6 +203,18 @@ fn integer_ratio_downscales_take_the_direct_paths() {
             check(&frame, DstLayout::dense(32, 24, cs, false, DType::U8), &spec, 1);
             check(&frame, DstLayout::dense(32, 32, cs, true, DType::F32), &ConvertSpec::default(), 2);
         }
+        // Interleaved float32 RGB and BGR, normalized (AVX-512's finish reads an RGB source's
+        // one-tap pixels from the frame itself): stretched, letterboxed, and 29 columns wide
+        // (13 past the one block).
+        let spec =
+            ConvertSpec { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225], ..Default::default() };
+        let narrower = Frame::random(format, 87, 72, 150 + i as u64);
+        for cs in [Colorspace::Rgb, Colorspace::Bgr] {
+            let stretch = ConvertSpec { fit: FitMode::Stretch, ..spec };
+            check(&frame, DstLayout::dense(32, 24, cs, false, DType::F32), &stretch, 1);
+            check(&frame, DstLayout::dense(32, 32, cs, false, DType::F32), &spec, 1);
+            check(&narrower, DstLayout::dense(29, 24, cs, false, DType::F32), &stretch, 1);
+        }
     }
 }
 

@@ -305,3 +305,24 @@ pub(super) fn band_scratch(
         })
         .collect()
 }
+
+/// Where an RGB source's bilinear or nearest blocks take one tap from one row (every column on a
+/// sample) into an interleaved float32 RGB or BGR tensor, the three controls a block that pick
+/// its pixels' channels in the output's order (`Permute::pixel_picks`): the AVX-512 finish reads
+/// them from the frame itself (`avx512::PixelBlocks`).
+#[cfg(target_arch = "x86_64")]
+pub(super) fn pixel_picks(c: &super::Converter) -> Option<Vec<super::plan::Aligned64<[u8; 64]>>> {
+    use super::finish::{channels, order, FLOAT, RGB};
+    let f = &c.finish;
+    let fits = c.multi.is_none()
+        && c.fused_finish
+        && c.luma_on_samples
+        && f.kind == RGB
+        && f.out == FLOAT
+        && channels(f.cs) == 3
+        && !f.chw
+        && c.groups.len() == 1;
+    let g = c.groups.first().filter(|_| fits)?;
+    let o = order(f.cs);
+    g.permute.as_ref()?.pixel_picks(&g.members, [o[0], o[1], o[2]])
+}

@@ -228,8 +228,9 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
     // ahead (`prefetch_multi_pages`; not the other multi-tap rows, where it measured slower).
     let pil_pixels = c.multi.as_ref().filter(|m| m.round_between && !m.down_first && c.finish.kind == RGB);
     // Where the finish may read the luma itself (`avx2::finish_luma`; at AVX-512 the float32
-    // finish, where the luma shares its one plane with the chroma: `avx512::finish_luma`), the
-    // rows that take it known per row.
+    // finish, where the luma shares its one plane with the chroma: `avx512::finish_luma`), or an
+    // RGB source's pixels (AVX-512's float32 finish: `avx512::finish_pixels`), the rows that
+    // take it known per row.
     #[cfg(target_arch = "x86_64")]
     let avx2_luma = !c.avx512() && c.avx2() && c.fused_finish && c.finish.kind == YUV;
     #[cfg(target_arch = "x86_64")]
@@ -240,6 +241,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         && c.groups.len() == 2
         && c.groups.iter().all(|g| g.plane == 0 && g.permute.is_some())
         && c.luma_on_samples;
+    #[cfg(target_arch = "x86_64")]
+    let avx512_pixels = c.pixel_picks.as_deref().filter(|_| c.avx512());
     for y in rows.start.max(content.start)..rows.end.min(content.end) {
         let cy = y - rect.y;
         // Bilinear and nearest: the planes the kernels read straight from the frame, which ask
@@ -250,6 +253,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         let mut luma_row: Option<SampleRow<'_, Shuffle>> = None;
         #[cfg(target_arch = "x86_64")]
         let mut luma512: Option<avx512::LumaBlocks<'_>> = None;
+        #[cfg(target_arch = "x86_64")]
+        let mut pixels512: Option<avx512::PixelBlocks<'_>> = None;
         if let Some(m) = pil_pixels {
             prefetch_multi_pages(c, m, src, cy);
         }
@@ -570,6 +575,19 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                             continue;
                         }
                     }
+                    // An RGB source's pixels read by the float32 finish itself
+                    // (`avx512::finish_pixels`): here only the columns past its blocks.
+                    if let (Some(plan), Some(picks)) = (&g.permute, avx512_pixels) {
+                        let row = d.row(g, plan, wq, single);
+                        let width = (0..3).map(|k| s.comps[k].len()).min().unwrap_or(0);
+                        if let Some(pb) = avx512::PixelBlocks::of(&row, picks, width) {
+                            let columns = row.tail(wx, 16, pb.count, &mut s.comps);
+                            pixels512 = Some(pb);
+                            s.counts.sampled += (columns * g.members.len()) as u64;
+                            ahead.piece();
+                            continue;
+                        }
+                    }
                     if let (Some(plan), true) = (&g.permute, luma512_in_finish && g.members[0].0 == 0) {
                         let row = d.row(g, plan, wq, single);
                         if let Some(lb) = avx512::LumaBlocks::of(&row, s.comps[0].len()) {
@@ -660,7 +678,9 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
             };
             s.counts.from_bytes += done as u64;
         } else if c.avx2() && c.fused_finish {
-            done = if let Some(lb) = &luma512 {
+            done = if let Some(pb) = &pixels512 {
+                unsafe { avx512::finish_pixels(&c.finish, &s.comps, dst, y, pb) }
+            } else if let Some(lb) = &luma512 {
                 unsafe { avx512::finish_luma(&c.finish, &s.comps, dst, y, lb) }
             } else if c.avx512() {
                 unsafe { avx512::finish(&c.finish, &s.comps, dst, y) }

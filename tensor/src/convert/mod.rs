@@ -291,6 +291,10 @@ pub struct Converter {
     /// Interleaved chroma: the components (U-or-V first in memory, then the other) whose taps are
     /// one f32 apart in the same plane, gathered as pairs.
     chroma_pair: Option<(usize, usize)>,
+    /// An RGB source's one-tap blocks picked in the output's channel order, where the float32
+    /// finish reads them itself (`avx512::PixelBlocks`): per block, `Permute::pixel_picks`.
+    #[cfg(target_arch = "x86_64")]
+    pixel_picks: Option<Vec<plan::Aligned64<[u8; 64]>>>,
     /// The output (uint8, int8, float32) has a fused colour-and-store kernel; the values of
     /// colour, normalization and store (every level's).
     fused_finish: bool,
@@ -430,6 +434,8 @@ impl Converter {
             plane_downscaled: [false; 3],
             plane_shuffled: [None; 3],
             chroma_pair: None,
+            #[cfg(target_arch = "x86_64")]
+            pixel_picks: None,
             wq_luma: weight_pairs(&cols_luma.w),
             wq_chroma: weight_pairs(&cols_chroma.w),
             weights_luma: cols_luma.w,
@@ -467,6 +473,8 @@ impl Converter {
                 false => None,
             };
         }
+        #[cfg(target_arch = "x86_64")]
+        (conv.pixel_picks = build::pixel_picks(&conv));
         conv.chroma_pair = conv.comps.iter().enumerate().find_map(|(ka, a)| {
             let kb = conv.comps.iter().position(|b| {
                 b.chroma

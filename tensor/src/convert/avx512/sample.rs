@@ -470,3 +470,81 @@ impl<'a> LumaBlocks<'a> {
 /// `LumaBlocks::shape`'s values (`finish_luma`'s cases).
 pub(in super::super) const LUMA_NARROW: u8 = NARROW;
 pub(in super::super) const LUMA_HALVES: u8 = HALVES;
+
+/// An RGB source's one-row, one-tap blocks, picked straight in the output's channel order
+/// (`Permute::pixel_picks`), where the float32 finish reads them itself (`finish_pixels`), set
+/// up once a row: `values(b)` is block `b`'s 48 values as three vectors of dwords. They ask for
+/// the row's lines as the group's own blocks would.
+#[derive(Clone, Copy)]
+pub(in super::super) struct PixelBlocks<'a> {
+    row: &'a [u8],
+    bases: &'a [u32],
+    picks: &'a [Aligned64<[u8; 64]>],
+    ahead: usize,
+    /// The first vector's lanes (byte 0 of each dword) all from the first half's window, the
+    /// second's eight and eight, the third's all from the second half's.
+    masks: [(u64, u64); 3],
+    /// The blocks there are, and their shape.
+    pub(in super::super) count: usize,
+    pub(in super::super) shape: u8,
+}
+
+impl<'a> PixelBlocks<'a> {
+    /// `row`'s blocks where the finish can take them: taps on samples, one source row.
+    pub(in super::super) fn of(
+        row: &Row<'a>,
+        picks: &'a [Aligned64<[u8; 64]>],
+        width: usize,
+    ) -> Option<Self> {
+        let ok = row.single && row.wy == 0.0 && row.plan.reach <= row.r0.len();
+        let (lo, hi) = (0x1111_1111u64, 0x1111_1111u64 << 32);
+        ok.then(|| PixelBlocks {
+            row: row.r0,
+            bases: row.plan.bases.as_slice(),
+            picks,
+            ahead: row.ahead[0],
+            masks: std::hint::black_box([(lo | hi, 0), (lo, hi), (0, lo | hi)]),
+            count: (row.plan.bases.len() / row.plan.windows.per_block()).min(picks.len() / 3).min(width / 16),
+            shape: window_shape(row.plan),
+        })
+    }
+
+    /// Block `b`'s 48 values, in the output's order.
+    ///
+    /// # Safety
+    /// `b < count`; `SHAPE` is `shape`; the CPU has AVX-512 F/BW/VBMI.
+    #[inline(always)]
+    pub(in super::super) unsafe fn values<const SHAPE: u8>(&self, b: usize) -> [__m512i; 3] {
+        unsafe {
+            let w = windows::<SHAPE, true>(self.row, self.bases, b, [self.ahead, 0]);
+            let ctl = |v: usize| _mm512_loadu_si512(self.picks.as_ptr().add(3 * b + v) as *const _);
+            let (c0, c1, c2) = (ctl(0), ctl(1), ctl(2));
+            let [(a0, _), (a1, b1), (_, b2)] = self.masks;
+            match SHAPE {
+                NARROW => [
+                    _mm512_maskz_permutexvar_epi8(a0, c0, w[0]),
+                    _mm512_maskz_permutexvar_epi8(a1 | b1, c1, w[0]),
+                    _mm512_maskz_permutexvar_epi8(b2, c2, w[0]),
+                ],
+                HALVES => [
+                    _mm512_maskz_permutexvar_epi8(a0, c0, w[0]),
+                    _mm512_mask_permutexvar_epi8(_mm512_maskz_permutexvar_epi8(a1, c1, w[0]), b1, c1, w[1]),
+                    _mm512_maskz_permutexvar_epi8(b2, c2, w[1]),
+                ],
+                _ => [
+                    _mm512_maskz_permutex2var_epi8(a0, w[0], c0, w[1]),
+                    _mm512_or_si512(
+                        _mm512_maskz_permutex2var_epi8(a1, w[0], c1, w[1]),
+                        _mm512_maskz_permutex2var_epi8(b1, w[2], c1, w[3]),
+                    ),
+                    _mm512_maskz_permutex2var_epi8(b2, w[2], c2, w[3]),
+                ],
+            }
+        }
+    }
+}
+
+/// `PixelBlocks::shape`'s values (`finish_pixels`' cases).
+pub(in super::super) const PIXELS_NARROW: u8 = NARROW;
+pub(in super::super) const PIXELS_HALVES: u8 = HALVES;
+pub(in super::super) const PIXELS_SPLIT: u8 = SPLIT;

@@ -358,6 +358,37 @@ impl Windows {
     }
 }
 
+impl Permute {
+    /// Per block, three controls that pick its sixteen pixels' channels `comps` (members of
+    /// `members`, in the output's order) from the block's windows by their first tap, as one
+    /// interleaved run of 48 values: control `v`'s dword `l` (byte 0) picks value `16v + l`,
+    /// pixel `(16v + l) / 3`, from its half's window as the member's own control does. `None`
+    /// where a channel is not a member. (`avx512::PixelBlocks`: an RGB source's one-tap blocks
+    /// straight into a float32 RGB tensor.)
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) fn pixel_picks(
+        &self,
+        members: &[(usize, usize)],
+        comps: [usize; 3],
+    ) -> Option<Vec<Aligned64<[u8; 64]>>> {
+        let m: Vec<usize> =
+            comps.iter().map(|&k| members.iter().position(|&(c, _)| c == k)).collect::<Option<_>>()?;
+        let blocks = self.controls.len() / (2 * members.len());
+        let mut picks = Vec::with_capacity(3 * blocks);
+        for b in 0..blocks {
+            for v in 0..3 {
+                let mut ctl = [0u8; 64];
+                for l in 0..16 {
+                    let (p, i) = ((16 * v + l) / 3, (16 * v + l) % 3);
+                    ctl[4 * l] = self.controls[2 * (b * members.len() + m[i])].0[4 * p];
+                }
+                picks.push(Aligned64(ctl));
+            }
+        }
+        Some(picks)
+    }
+}
+
 /// The `Permute` plan of a group, `None` where even eight outputs span more than 128 bytes.
 fn permute_plan(i0: &[u32], i1: &[u32], members: &[(usize, usize)]) -> Option<Permute> {
     [Windows::Narrow, Windows::Halves, Windows::Split]
@@ -725,6 +756,8 @@ pub(super) use group_dispatch;
 
 #[cfg(test)]
 mod axis_tests;
+#[cfg(test)]
+mod permute_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
