@@ -228,9 +228,9 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
     // ahead (`prefetch_multi_pages`; not the other multi-tap rows, where it measured slower).
     let pil_pixels = c.multi.as_ref().filter(|m| m.round_between && !m.down_first && c.finish.kind == RGB);
     // Where the finish may read the luma itself (`avx2::finish_luma`; at AVX-512 the float32
-    // finish, where the luma shares its one plane with the chroma: `avx512::finish_luma`), or an
-    // RGB source's pixels (AVX-512's float32 finish: `avx512::finish_pixels`), the rows that
-    // take it known per row.
+    // finish, the chroma's blocks with it: `avx512::finish_yuv`, else `finish_luma`), or an RGB
+    // source's pixels (AVX-512's float32 finish: `avx512::finish_pixels`), the rows that take it
+    // known per row.
     #[cfg(target_arch = "x86_64")]
     let avx2_luma = !c.avx512() && c.avx2() && c.fused_finish && c.finish.kind == YUV;
     #[cfg(target_arch = "x86_64")]
@@ -239,8 +239,12 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         && c.finish.kind == YUV
         && c.finish.out == FLOAT
         && c.groups.len() == 2
-        && c.groups.iter().all(|g| g.plane == 0 && g.permute.is_some())
+        && c.groups.iter().all(|g| g.permute.is_some())
         && c.luma_on_samples;
+    // One plane (YUY2, UYVY): the chroma's blocks ask for the row's lines; else (NV12) the
+    // luma's blocks ask for their own.
+    #[cfg(target_arch = "x86_64")]
+    let luma512_shared = c.groups.iter().all(|g| g.plane == 0);
     #[cfg(target_arch = "x86_64")]
     let avx512_pixels = c.pixel_picks.as_deref().filter(|_| c.avx512());
     for y in rows.start.max(content.start)..rows.end.min(content.end) {
@@ -255,6 +259,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         let mut luma512: Option<avx512::LumaBlocks<'_>> = None;
         #[cfg(target_arch = "x86_64")]
         let mut pixels512: Option<avx512::PixelBlocks<'_>> = None;
+        #[cfg(target_arch = "x86_64")]
+        let mut chroma512: Option<avx512::ChromaBlocks<'_>> = None;
         if let Some(m) = pil_pixels {
             prefetch_multi_pages(c, m, src, cy);
         }
@@ -588,14 +594,28 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                             continue;
                         }
                     }
+                    // The chroma beside the luma the finish reads (`avx512::finish_yuv`).
+                    if let (Some(plan), Some(lb)) = (&g.permute, &luma512) {
+                        let row = d.row(g, plan, wq, single);
+                        let width = s.comps[1].len().min(s.comps[2].len());
+                        if let Some(cb) = unsafe { avx512::ChromaBlocks::of(&row, width, lb) } {
+                            let columns = row.tail(wx, 16, cb.count, &mut s.comps);
+                            chroma512 = Some(cb);
+                            s.counts.sampled += (columns * 2) as u64;
+                            ahead.piece();
+                            continue;
+                        }
+                    }
                     if let (Some(plan), true) = (&g.permute, luma512_in_finish && g.members[0].0 == 0) {
                         let row = d.row(g, plan, wq, single);
-                        if let Some(lb) = avx512::LumaBlocks::of(&row, s.comps[0].len()) {
+                        if let Some(lb) = avx512::LumaBlocks::of(&row, s.comps[0].len(), !luma512_shared) {
                             let columns = row.tail(wx, 16, lb.count, &mut s.comps);
                             luma512 = Some(lb);
                             s.counts.sampled += columns as u64;
                             // The chroma's blocks ask for the rows' lines.
-                            asked &= !(1 << g.plane);
+                            if luma512_shared {
+                                asked &= !(1 << g.plane);
+                            }
                             ahead.piece();
                             continue;
                         }
@@ -680,6 +700,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         } else if c.avx2() && c.fused_finish {
             done = if let Some(pb) = &pixels512 {
                 unsafe { avx512::finish_pixels(&c.finish, &s.comps, dst, y, pb) }
+            } else if let (Some(lb), Some(cb)) = (&luma512, &chroma512) {
+                unsafe { avx512::finish_yuv(&c.finish, &s.comps, dst, y, lb, cb) }
             } else if let Some(lb) = &luma512 {
                 unsafe { avx512::finish_luma(&c.finish, &s.comps, dst, y, lb) }
             } else if c.avx512() {

@@ -8,7 +8,7 @@
 
 use super::finish::{
     channels, fill_blocks, finish_dispatch, finish_yuv_dispatch, folded, order, yuv_rows, FinishValues,
-    SendPtr, CS_BGR, CS_RGB, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
+    SendPtr, CS_BGR, CS_GRAY, CS_RGB, CS_RGBA, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
 use super::hint::{output_asked, prefetch_store, STORE_AHEAD};
 use super::lines::Lines;
@@ -23,8 +23,11 @@ mod vertical;
 pub(super) use boxes::{box_blocks, box_even, box_sums, box_sums_split, pack_words};
 pub(super) use finish_bytes::finish_bytes;
 pub(super) use quads::{box_quads, vnni};
-pub(super) use sample::{sample, sample_pair, LumaBlocks, PixelBlocks};
-use sample::{LUMA_HALVES, LUMA_NARROW, PIXELS_HALVES, PIXELS_NARROW, PIXELS_SPLIT};
+pub(super) use sample::{sample, sample_pair, ChromaBlocks, LumaBlocks, PixelBlocks};
+use sample::{
+    CHROMA_ONE, CHROMA_SINGLE, CHROMA_TWO, LUMA_HALVES, LUMA_NARROW, PIXELS_HALVES, PIXELS_NARROW,
+    PIXELS_SPLIT,
+};
 pub(super) use taps::{multitap, multitap_bytes, pack_bytes, pack_bytes_split, whole_bytes};
 pub(super) use vertical::{down_bytes, multitap_vertical, vertical_bytes};
 
@@ -165,7 +168,8 @@ pub(super) unsafe fn finish(f: &FinishValues, comps: &[Lines<f32>; 4], dst: Send
 /// frames 0.201–0.205 → 0.196–0.199. Not for uint8 (8 frames 0.136–0.138 → 0.141–0.143, 32
 /// frames 0.196–0.203 → 0.203–0.218; hot faster), whose finish has no stores' waits to hide the
 /// loads under, nor NV12 (its luma's plane asked for by the finish itself: float32 level, uint8
-/// on 32 frames 0.170–0.194 → 0.202–0.216 in the element).
+/// on 32 frames 0.170–0.194 → 0.202–0.216 in the element). Where the chroma's blocks can be read
+/// beside the luma's, `finish_yuv` reads both; this finish takes the rows where they cannot.
 ///
 /// # Safety
 /// As `finish`.
@@ -179,9 +183,82 @@ pub(super) unsafe fn finish_luma(
 ) -> usize {
     match luma.shape {
         LUMA_NARROW => {
-            finish_yuv_dispatch!(finish_rows_of<LUMA_NARROW, f32>, f, comps, dst, y, First::Luma(luma))
+            finish_yuv_dispatch!(finish_rows_of<FIRST_LUMA, LUMA_NARROW, f32>, f, comps, dst, y, First::Luma(luma))
         }
-        _ => finish_yuv_dispatch!(finish_rows_of<LUMA_HALVES, f32>, f, comps, dst, y, First::Luma(luma)),
+        _ => {
+            finish_yuv_dispatch!(finish_rows_of<FIRST_LUMA, LUMA_HALVES, f32>, f, comps, dst, y, First::Luma(luma))
+        }
+    }
+}
+
+/// `finish_luma` with the chroma's blocks read by the finish too (`chroma`: one row, YUY2's, or two
+/// blended first, NV12's; the luma's shape and count), `comps` holding only the columns past them:
+/// float32 outputs alone. The sampling's pass, with the luma's blocks in the finish only its
+/// chroma's, waited for its lines and stored two float rows the finish loaded again; here the
+/// chroma's loads, and their asks for the next rows' lines, go under the finish's stores too. Intel
+/// Xeon, 1080p at 3×, float32 (the luma alone in the finish → both, ms): engine, two builds
+/// alternated three times, YUY2 hot 0.158–0.159 → 0.154–0.155, 8 frames 0.171–0.175 → 0.161–0.163
+/// (MPEG-2 siting 0.175–0.181 → 0.162–0.167), 32 frames 0.184–0.228 → 0.173–0.176; the element's 8
+/// camera frames, one binary with a switch, 0.200–0.206 → 0.184–0.187. NV12 (the luma was sampled
+/// beside the chroma: `sample_pair`), engine 8 frames 0.173 → 0.169–0.170, hot 0.168–0.169 → 0.165,
+/// 32 frames 0.173–0.181 → 0.168–0.171; element 8 frames 0.192–0.194 → 0.189–0.191, 32 frames
+/// level. uint8 keeps its sampling pass (`finish_luma`'s measurements).
+///
+/// # Safety
+/// As `finish`; `f.kind` is `YUV`, `f.out` `FLOAT`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
+pub(super) unsafe fn finish_yuv(
+    f: &FinishValues,
+    comps: &[Lines<f32>; 4],
+    dst: SendPtr,
+    y: usize,
+    luma: &LumaBlocks<'_>,
+    chroma: &ChromaBlocks<'_>,
+) -> usize {
+    assert!(f.kind == YUV && f.out == FLOAT, "a float32 finish of a YUV source");
+    macro_rules! cs {
+        ($first:ident, $shape:ident) => {
+            match f.cs {
+                CS_GRAY => finish_rows_of::<$first, $shape, f32, YUV, CS_GRAY, FLOAT>(
+                    f,
+                    comps,
+                    dst,
+                    y,
+                    First::Yuv(luma, chroma),
+                ),
+                CS_BGR => finish_rows_of::<$first, $shape, f32, YUV, CS_BGR, FLOAT>(
+                    f,
+                    comps,
+                    dst,
+                    y,
+                    First::Yuv(luma, chroma),
+                ),
+                CS_RGBA => finish_rows_of::<$first, $shape, f32, YUV, CS_RGBA, FLOAT>(
+                    f,
+                    comps,
+                    dst,
+                    y,
+                    First::Yuv(luma, chroma),
+                ),
+                _ => finish_rows_of::<$first, $shape, f32, YUV, CS_RGB, FLOAT>(
+                    f,
+                    comps,
+                    dst,
+                    y,
+                    First::Yuv(luma, chroma),
+                ),
+            }
+        };
+    }
+    unsafe {
+        match (luma.shape, chroma.rows) {
+            (LUMA_NARROW, CHROMA_ONE) => cs!(FIRST_YUV, LUMA_NARROW),
+            (LUMA_NARROW, CHROMA_SINGLE) => cs!(FIRST_YUV_SINGLE, LUMA_NARROW),
+            (LUMA_NARROW, _) => cs!(FIRST_YUV_TWO, LUMA_NARROW),
+            (_, CHROMA_ONE) => cs!(FIRST_YUV, LUMA_HALVES),
+            (_, CHROMA_SINGLE) => cs!(FIRST_YUV_SINGLE, LUMA_HALVES),
+            (_, _) => cs!(FIRST_YUV_TWO, LUMA_HALVES),
+        }
     }
 }
 
@@ -210,10 +287,20 @@ pub(super) unsafe fn finish_pixels(
     macro_rules! cs {
         ($shape:ident) => {
             match f.cs {
-                CS_BGR => {
-                    finish_rows_of::<$shape, f32, RGB, CS_BGR, FLOAT>(f, comps, dst, y, First::Pixels(px))
-                }
-                _ => finish_rows_of::<$shape, f32, RGB, CS_RGB, FLOAT>(f, comps, dst, y, First::Pixels(px)),
+                CS_BGR => finish_rows_of::<FIRST_PIXELS, $shape, f32, RGB, CS_BGR, FLOAT>(
+                    f,
+                    comps,
+                    dst,
+                    y,
+                    First::Pixels(px),
+                ),
+                _ => finish_rows_of::<FIRST_PIXELS, $shape, f32, RGB, CS_RGB, FLOAT>(
+                    f,
+                    comps,
+                    dst,
+                    y,
+                    First::Pixels(px),
+                ),
             }
         };
     }
@@ -338,7 +425,7 @@ unsafe fn finish_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
     dst: SendPtr,
     y: usize,
 ) -> usize {
-    unsafe { finish_rows_of::<0, S, K, CS, OUT>(f, comps, dst, y, First::None) }
+    unsafe { finish_rows_of::<FIRST_NONE, 0, S, K, CS, OUT>(f, comps, dst, y, First::None) }
 }
 
 /// The blocks a finish reads from the frame itself before the rest of its row.
@@ -347,14 +434,32 @@ enum First<'a> {
     None,
     /// A YUV source's luma (`finish_luma`).
     Luma(&'a LumaBlocks<'a>),
+    /// A YUV source's luma and chroma (`finish_yuv`).
+    Yuv(&'a LumaBlocks<'a>, &'a ChromaBlocks<'a>),
     /// An RGB source's pixels (`finish_pixels`).
     Pixels(&'a PixelBlocks<'a>),
 }
 
-/// `finish_rows`, the row's first blocks from `first` (windows `SHAPE`).
+/// `finish_rows_of`'s `FIRST`: which of `First`'s kinds its instance takes (the others' loops
+/// left out of it), the chroma's rows as `ChromaBlocks::rows` says.
+const FIRST_NONE: u8 = 0;
+const FIRST_LUMA: u8 = 1;
+const FIRST_YUV: u8 = 2;
+const FIRST_YUV_SINGLE: u8 = 3;
+const FIRST_YUV_TWO: u8 = 4;
+const FIRST_PIXELS: u8 = 5;
+
+/// `finish_rows`, the row's first blocks from `first` (of kind `FIRST`, windows `SHAPE`).
 #[cfg_attr(debug_assertions, inline(never))]
 #[cfg_attr(not(debug_assertions), inline(always))]
-unsafe fn finish_rows_of<const SHAPE: u8, S: Values, const K: u8, const CS: u8, const OUT: u8>(
+unsafe fn finish_rows_of<
+    const FIRST: u8,
+    const SHAPE: u8,
+    S: Values,
+    const K: u8,
+    const CS: u8,
+    const OUT: u8,
+>(
     f: &FinishValues,
     comps: &[Lines<S>; 4],
     dst: SendPtr,
@@ -367,18 +472,32 @@ unsafe fn finish_rows_of<const SHAPE: u8, S: Values, const K: u8, const CS: u8, 
     let row = unsafe { dst.0.add(y * f.row_stride + f.x0 * if f.chw { esz } else { channels(CS) * esz }) };
     let mut x = 0;
     match first {
-        First::None => {}
-        First::Luma(luma) => {
+        First::Luma(luma) if FIRST == FIRST_LUMA => {
             assert!(16 * luma.count <= n, "the luma's blocks end within the finished columns");
             for b in 0..luma.count {
                 unsafe {
                     let yv = _mm512_cvtepi32_ps(luma.value::<SHAPE>(b));
-                    pixels::<S, K, CS, OUT>(&k, comps, row, 16 * b, 16, Some(yv))
+                    pixels::<S, K, CS, OUT>(&k, comps, row, 16 * b, 16, Some(yv), None)
                 };
             }
             x = 16 * luma.count;
         }
-        First::Pixels(px) => {
+        First::Yuv(luma, chroma) if matches!(FIRST, FIRST_YUV | FIRST_YUV_SINGLE | FIRST_YUV_TWO) => {
+            assert!(16 * luma.count <= n && chroma.count == luma.count, "the blocks end within the row");
+            for b in 0..luma.count {
+                unsafe {
+                    let yv = _mm512_cvtepi32_ps(luma.value::<SHAPE>(b));
+                    let uv = match FIRST {
+                        FIRST_YUV_SINGLE => chroma.values::<SHAPE, CHROMA_SINGLE>(b),
+                        FIRST_YUV_TWO => chroma.values::<SHAPE, CHROMA_TWO>(b),
+                        _ => chroma.values::<SHAPE, CHROMA_ONE>(b),
+                    };
+                    pixels::<S, K, CS, OUT>(&k, comps, row, 16 * b, 16, Some(yv), Some(uv))
+                };
+            }
+            x = 16 * luma.count;
+        }
+        First::Pixels(px) if FIRST == FIRST_PIXELS => {
             assert!(
                 K == RGB && OUT == FLOAT && channels(CS) == 3 && !f.chw,
                 "an interleaved float32 RGB row"
@@ -411,13 +530,15 @@ unsafe fn finish_rows_of<const SHAPE: u8, S: Values, const K: u8, const CS: u8, 
             }
             x = 16 * px.count;
         }
+        First::None if FIRST == FIRST_NONE => {}
+        _ => unreachable!("a finish's first blocks of the kind its instance takes"),
     }
     while x + 16 <= n {
-        unsafe { pixels::<S, K, CS, OUT>(&k, comps, row, x, 16, None) };
+        unsafe { pixels::<S, K, CS, OUT>(&k, comps, row, x, 16, None, None) };
         x += 16;
     }
     if x < n {
-        unsafe { pixels::<S, K, CS, OUT>(&k, comps, row, x, n - x, None) };
+        unsafe { pixels::<S, K, CS, OUT>(&k, comps, row, x, n - x, None, None) };
     }
     n
 }
@@ -432,6 +553,7 @@ unsafe fn pixels<S: Values, const K: u8, const CS: u8, const OUT: u8>(
     x: usize,
     left: usize,
     luma: Option<__m512>,
+    chroma: Option<[__m512; 2]>,
 ) {
     let (nc, order, fold) = (channels(CS), order(CS), folded(K, CS, OUT));
     let px: u16 = if left >= 16 { !0 } else { (1u16 << left) - 1 };
@@ -453,7 +575,8 @@ unsafe fn pixels<S: Values, const K: u8, const CS: u8, const OUT: u8>(
         match K {
             YUV => {
                 let yv = luma.unwrap_or_else(|| ld(0));
-                let rgb = yuv_rows!(fold, _mm512_mul_ps, _mm512_add_ps, k.m, k.k, k.luma, yv, ld(1), ld(2));
+                let [u, v] = chroma.unwrap_or_else(|| [ld(1), ld(2)]);
+                let rgb = yuv_rows!(fold, _mm512_mul_ps, _mm512_add_ps, k.m, k.k, k.luma, yv, u, v);
                 for i in 0..3 {
                     let r = order[i];
                     ch[i] = if OUT == RAW8 && nc != 1 {

@@ -421,13 +421,14 @@ impl<const SHAPE: u8, const M: usize, const SINGLE: bool, const TWO: bool> Block
 }
 
 /// A one-member group's one-row, one-tap blocks (the luma's, where the finish reads them itself:
-/// `finish_luma`), set up once a row: `value(b)` is block `b`'s sixteen bytes as dwords. They ask
-/// for no lines: the other group on their row asks for them.
+/// `finish_luma`, `finish_yuv`), set up once a row: `value(b)` is block `b`'s sixteen bytes as
+/// dwords. They ask for their row's lines where no other group on it does (`asks`).
 #[derive(Clone, Copy)]
 pub(in super::super) struct LumaBlocks<'a> {
     row: &'a [u8],
     bases: &'a [u32],
     controls: &'a [Aligned64<[u8; 64]>],
+    ahead: usize,
     keep: u64,
     /// The blocks there are, and their shape (`NARROW` or `HALVES`).
     pub(in super::super) count: usize,
@@ -437,7 +438,7 @@ pub(in super::super) struct LumaBlocks<'a> {
 impl<'a> LumaBlocks<'a> {
     /// `row`'s blocks where the finish can take them: one member, taps on samples, one source
     /// row, windows narrow or halves.
-    pub(in super::super) fn of(row: &Row<'a>, width: usize) -> Option<Self> {
+    pub(in super::super) fn of(row: &Row<'a>, width: usize, asks: bool) -> Option<Self> {
         let ok = row.g.members.len() == 1
             && row.single
             && row.wy == 0.0
@@ -447,6 +448,7 @@ impl<'a> LumaBlocks<'a> {
             row: row.r0,
             bases: row.plan.bases.as_slice(),
             controls: row.plan.controls.as_slice(),
+            ahead: if asks { row.ahead[0] } else { 0 },
             keep: 0x1111_1111_1111_1111,
             count: block_count::<1>(row, width),
             shape: window_shape(row.plan),
@@ -460,7 +462,7 @@ impl<'a> LumaBlocks<'a> {
     #[inline(always)]
     pub(in super::super) unsafe fn value<const SHAPE: u8>(&self, b: usize) -> __m512i {
         unsafe {
-            let w = windows::<SHAPE, false>(self.row, self.bases, b, [0, 0]);
+            let w = windows::<SHAPE, true>(self.row, self.bases, b, [self.ahead, 0]);
             let ctl = _mm512_loadu_si512(self.controls.as_ptr().add(b * 2) as *const _);
             pick::<SHAPE>(_mm512_setzero_si512(), &w, ctl, opaque::<SHAPE, _>(self.keep))
         }
@@ -548,3 +550,120 @@ impl<'a> PixelBlocks<'a> {
 pub(in super::super) const PIXELS_NARROW: u8 = NARROW;
 pub(in super::super) const PIXELS_HALVES: u8 = HALVES;
 pub(in super::super) const PIXELS_SPLIT: u8 = SPLIT;
+
+/// A two-member group's blocks (the chroma's, where the float32 finish reads them itself beside
+/// the luma's: `finish_yuv`), set up once a row: `values(b)` is block `b`'s U and V as the
+/// sampling's blocks store them, from one source row (`Sampled`'s one-row blocks: YUY2) or two
+/// blended first (`RowsFirst`: NV12). They ask for the rows' lines.
+#[derive(Clone, Copy)]
+pub(in super::super) struct ChromaBlocks<'a> {
+    r0: &'a [u8],
+    r1: &'a [u8],
+    bases: &'a [u32],
+    controls: &'a [Aligned64<[u8; 64]>],
+    wq: &'a [u32],
+    ahead: [usize; 2],
+    keep: u64,
+    /// `RowsFirst`'s row weights and unit (`rows`).
+    weights: __m512i,
+    unit: Scaled,
+    /// The blocks there are (the luma's, whose blocks the finish takes with them; their shape is
+    /// the luma's), and how their rows are taken (`CHROMA_*`).
+    pub(in super::super) count: usize,
+    pub(in super::super) rows: u8,
+}
+
+/// `ChromaBlocks::rows`: one row, two taps or one a sample; two rows blended first.
+pub(in super::super) const CHROMA_ONE: u8 = 0;
+pub(in super::super) const CHROMA_SINGLE: u8 = 1;
+pub(in super::super) const CHROMA_TWO: u8 = 2;
+
+impl<'a> ChromaBlocks<'a> {
+    /// `row`'s blocks where the finish can take them beside `luma`'s: two members, U and V (the
+    /// finish's components 1 and 2), one source row or two that `RowsFirst` takes, windows of
+    /// the luma's shape, as many blocks as the luma's or more.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW.
+    #[inline(always)]
+    pub(in super::super) unsafe fn of(row: &Row<'a>, width: usize, luma: &LumaBlocks<'_>) -> Option<Self> {
+        let g = row.g;
+        let half = rows_first_weight(row.wy, row.single);
+        let rows = match (row.wy == 0.0, row.single, half) {
+            (true, true, _) => CHROMA_SINGLE,
+            (true, false, _) => CHROMA_ONE,
+            (false, _, 1..) => CHROMA_TWO,
+            _ => return None,
+        };
+        let ok = g.members.len() == 2
+            && (g.members[0].0, g.members[1].0) == (1, 2)
+            && window_shape(row.plan) == luma.shape
+            && row.plan.reach <= row.r0.len().min(row.r1.len())
+            && block_count::<2>(row, width) >= luma.count;
+        let keep = match rows {
+            CHROMA_SINGLE => 0x1111_1111_1111_1111,
+            _ => 0x5555_5555_5555_5555,
+        };
+        ok.then(|| ChromaBlocks {
+            r0: row.r0,
+            r1: row.r1,
+            bases: row.plan.bases.as_slice(),
+            controls: row.plan.controls.as_slice(),
+            wq: row.wq,
+            ahead: if rows == CHROMA_TWO { row.ahead } else { [row.ahead[0], 0] },
+            keep: std::hint::black_box(keep),
+            weights: unsafe { _mm512_set1_epi16(((half << 8) | (128 - half.min(128))) as i16) },
+            unit: unsafe { Scaled::new(2.0 * WEIGHT_UNIT * WEIGHT_UNIT) },
+            count: luma.count,
+            rows,
+        })
+    }
+
+    /// Block `b`'s U and V.
+    ///
+    /// # Safety
+    /// `b < count`; `SHAPE` is the luma's shape and `ROWS` `rows`; the CPU has AVX-512
+    /// F/BW/VBMI.
+    #[inline(always)]
+    pub(in super::super) unsafe fn values<const SHAPE: u8, const ROWS: u8>(&self, b: usize) -> [__m512; 2] {
+        let form = usize::from(ROWS != CHROMA_SINGLE);
+        unsafe {
+            let zero = _mm512_setzero_si512();
+            let w0 = windows::<SHAPE, true>(self.r0, self.bases, b, self.ahead);
+            let wqv = match ROWS {
+                CHROMA_SINGLE => zero,
+                _ => _mm512_loadu_si512(self.wq.as_ptr().add(16 * b) as *const _),
+            };
+            let c0 = _mm512_loadu_si512(self.controls.as_ptr().add(4 * b + form) as *const _);
+            let c1 = _mm512_loadu_si512(self.controls.as_ptr().add(4 * b + 2 + form) as *const _);
+            if ROWS == CHROMA_TWO {
+                // `RowsFirst::block`'s operations.
+                let w1 = windows::<SHAPE, false>(self.r1, self.bases, b, self.ahead);
+                let (top, bottom) = (self.keep, self.keep << 1);
+                let blend = |ctl: __m512i| {
+                    let pairs = pick::<SHAPE>(pick::<SHAPE>(zero, &w0, ctl, top), &w1, ctl, bottom);
+                    self.unit.of(_mm512_madd_epi16(_mm512_maddubs_epi16(pairs, self.weights), wqv))
+                };
+                [blend(c0), blend(c1)]
+            } else {
+                let single = ROWS == CHROMA_SINGLE;
+                let v0 = member(pick::<SHAPE>(zero, &w0, c0, self.keep), wqv, single);
+                let v1 = member(pick::<SHAPE>(zero, &w0, c1, self.keep), wqv, single);
+                [v0, v1]
+            }
+        }
+    }
+}
+
+/// A member's picked bytes as `Sampled`'s one-row blocks make its floats.
+#[inline(always)]
+unsafe fn member(t: __m512i, wqv: __m512i, single: bool) -> __m512 {
+    unsafe {
+        match single {
+            true => _mm512_cvtepi32_ps(t),
+            false => {
+                _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(t, wqv)), _mm512_set1_ps(WEIGHT_UNIT))
+            }
+        }
+    }
+}
