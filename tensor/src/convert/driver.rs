@@ -15,9 +15,9 @@ use super::avx2;
 #[cfg(target_arch = "x86_64")]
 use super::avx512;
 use super::baseline;
-use super::finish::{SendPtr, RGB};
 #[cfg(target_arch = "x86_64")]
-use super::finish::{FLOAT, YUV};
+use super::finish::YUV;
+use super::finish::{SendPtr, RGB};
 #[cfg(target_arch = "x86_64")]
 use super::lines::Lines;
 use super::multitap::{self, VTaps};
@@ -227,17 +227,15 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
     // PIL's filters over an RGB source's pixels through the byte ring: their pages asked for
     // ahead (`prefetch_multi_pages`; not the other multi-tap rows, where it measured slower).
     let pil_pixels = c.multi.as_ref().filter(|m| m.round_between && !m.down_first && c.finish.kind == RGB);
-    // Where the finish may read the luma itself (`avx2::finish_luma`; at AVX-512 the float32
-    // finish, the chroma's blocks with it: `avx512::finish_yuv`, else `finish_luma`), or an RGB
-    // source's pixels (AVX-512's float32 finish: `avx512::finish_pixels`), the rows that take it
-    // known per row.
+    // Where the finish may read the luma itself (`avx2::finish_luma`; at AVX-512 the chroma's
+    // blocks with it: `avx512::finish_yuv`, else `finish_luma`), or an RGB source's pixels
+    // (AVX-512's float32 finish: `avx512::finish_pixels`), the rows that take it known per row.
     #[cfg(target_arch = "x86_64")]
     let avx2_luma = !c.avx512() && c.avx2() && c.fused_finish && c.finish.kind == YUV;
     #[cfg(target_arch = "x86_64")]
     let avx512_luma = c.avx512()
         && c.fused_finish
         && c.finish.kind == YUV
-        && c.finish.out == FLOAT
         && c.groups.len() == 2
         && c.groups.iter().all(|g| g.permute.is_some())
         && c.luma_on_samples;

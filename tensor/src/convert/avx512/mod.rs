@@ -8,7 +8,7 @@
 
 use super::finish::{
     channels, fill_blocks, finish_dispatch, finish_yuv_dispatch, folded, order, yuv_rows, FinishValues,
-    SendPtr, CS_BGR, CS_GRAY, CS_RGB, CS_RGBA, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
+    SendPtr, CS_BGR, CS_RGB, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
 use super::hint::{output_asked, prefetch_store, STORE_AHEAD};
 use super::lines::Lines;
@@ -158,18 +158,15 @@ pub(super) unsafe fn finish(f: &FinishValues, comps: &[Lines<f32>; 4], dst: Send
 }
 
 /// `finish` of a YUV source with the luma read from the frame by the finish itself (`luma`'s
-/// blocks), `comps[0]` holding only the columns past them: the driver takes it for float32
-/// from YUY2 and UYVY at 3×, whose chroma's blocks, sampled alone, ask for the row's lines.
-/// A float32 finish waits on its stores; the luma's loads, from lines the chroma's blocks just
-/// read, go under them. Intel Xeon, engine, YUY2 1080p, one binary with a switch, four rounds
-/// (side by side → in the finish, ms): float32 hot 0.164–0.166 → 0.157–0.161, 8 frames
-/// 0.169–0.171 → 0.167–0.169 (0.178–0.179 → 0.169–0.170 in a slower stretch), 32 frames
-/// 0.240–0.249 → 0.237–0.244, planar 8 frames 0.166–0.167 → 0.163–0.165; the element's 8 camera
-/// frames 0.201–0.205 → 0.196–0.199. Not for uint8 (8 frames 0.136–0.138 → 0.141–0.143, 32
-/// frames 0.196–0.203 → 0.203–0.218; hot faster), whose finish has no stores' waits to hide the
-/// loads under, nor NV12 (its luma's plane asked for by the finish itself: float32 level, uint8
-/// on 32 frames 0.170–0.194 → 0.202–0.216 in the element). Where the chroma's blocks can be read
-/// beside the luma's, `finish_yuv` reads both; this finish takes the rows where they cannot.
+/// blocks), `comps[0]` holding only the columns past them, the chroma sampled before it: the rows
+/// where `finish_yuv` cannot read the chroma's blocks too (its shape not the luma's, fewer blocks,
+/// or a plane the driver blends first). Intel Xeon, engine, YUY2 1080p float32, one binary with a
+/// switch set on one side, four rounds (side by side → the luma in the finish, ms): hot 0.164–0.166
+/// → 0.157–0.161, 8 frames 0.169–0.171 → 0.167–0.169, 32 frames 0.240–0.249 → 0.237–0.244; the
+/// element's 8 camera frames 0.201–0.205 → 0.196–0.199. Its uint8 figures then, 8 frames
+/// 0.136–0.138 → 0.141–0.143, were taken the same way, with the switch in the environment of one
+/// side only, which moves a run by itself (docs/benchmark-log.md, the forty-second section):
+/// `finish_yuv`, both groups in the finish, measured faster for uint8 by two builds alternated.
 ///
 /// # Safety
 /// As `finish`.
@@ -192,20 +189,23 @@ pub(super) unsafe fn finish_luma(
 }
 
 /// `finish_luma` with the chroma's blocks read by the finish too (`chroma`: one row, YUY2's, or two
-/// blended first, NV12's; the luma's shape and count), `comps` holding only the columns past them:
-/// float32 outputs alone. The sampling's pass, with the luma's blocks in the finish only its
-/// chroma's, waited for its lines and stored two float rows the finish loaded again; here the
-/// chroma's loads, and their asks for the next rows' lines, go under the finish's stores too. Intel
-/// Xeon, 1080p at 3×, float32 (the luma alone in the finish → both, ms): engine, two builds
-/// alternated three times, YUY2 hot 0.158–0.159 → 0.154–0.155, 8 frames 0.171–0.175 → 0.161–0.163
-/// (MPEG-2 siting 0.175–0.181 → 0.162–0.167), 32 frames 0.184–0.228 → 0.173–0.176; the element's 8
-/// camera frames, one binary with a switch, 0.200–0.206 → 0.184–0.187. NV12 (the luma was sampled
-/// beside the chroma: `sample_pair`), engine 8 frames 0.173 → 0.169–0.170, hot 0.168–0.169 → 0.165,
-/// 32 frames 0.173–0.181 → 0.168–0.171; element 8 frames 0.192–0.194 → 0.189–0.191, 32 frames
-/// level. uint8 keeps its sampling pass (`finish_luma`'s measurements).
+/// blended first, NV12's; the luma's shape and count), `comps` holding only the columns past them,
+/// for every output. The sampling's pass waited for its lines and stored float rows the finish
+/// loaded again; here its loads, and their asks for the next rows' lines, go under the finish's
+/// work and stores. Intel Xeon, 1080p at 3× (the luma alone in the finish, or beside the chroma in
+/// `sample_pair`, → both, ms): float32, engine, two builds alternated three times, YUY2 hot
+/// 0.158–0.159 → 0.154–0.155, 8 frames 0.171–0.175 → 0.161–0.163 (MPEG-2 siting 0.175–0.181 →
+/// 0.162–0.167), 32 frames 0.184–0.228 → 0.173–0.176; the element's 8 camera frames 0.200–0.206 →
+/// 0.184–0.187; NV12 engine 8 frames 0.173 → 0.169–0.170, hot 0.168–0.169 → 0.165, element 8 frames
+/// 0.192–0.194 → 0.189–0.191, 32 frames level. uint8 (the sampling beside the finish kept until
+/// then, `finish_luma`'s measurements), engine, two builds alternated three times: YUY2 hot
+/// 0.112–0.113 → 0.101, 8 frames 0.130–0.133 → 0.115–0.117, 32 frames 0.121–0.127 → 0.107–0.109,
+/// NV12 hot 0.114–0.115 → 0.108, 8 frames 0.124 → 0.117, 32 frames 0.120–0.121 → 0.115–0.117; the
+/// element, two bench builds alternated twice: YUY2 x8 0.148–0.149 → 0.139–0.141, x32 0.152–0.164 →
+/// 0.144–0.152, NV12 x8 0.141 → 0.134–0.136, x32 0.146–0.151 → 0.139–0.149, float32 level.
 ///
 /// # Safety
-/// As `finish`; `f.kind` is `YUV`, `f.out` `FLOAT`.
+/// As `finish`; `f.kind` is `YUV`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
 pub(super) unsafe fn finish_yuv(
     f: &FinishValues,
@@ -215,50 +215,18 @@ pub(super) unsafe fn finish_yuv(
     luma: &LumaBlocks<'_>,
     chroma: &ChromaBlocks<'_>,
 ) -> usize {
-    assert!(f.kind == YUV && f.out == FLOAT, "a float32 finish of a YUV source");
     macro_rules! cs {
         ($first:ident, $shape:ident) => {
-            match f.cs {
-                CS_GRAY => finish_rows_of::<$first, $shape, f32, YUV, CS_GRAY, FLOAT>(
-                    f,
-                    comps,
-                    dst,
-                    y,
-                    First::Yuv(luma, chroma),
-                ),
-                CS_BGR => finish_rows_of::<$first, $shape, f32, YUV, CS_BGR, FLOAT>(
-                    f,
-                    comps,
-                    dst,
-                    y,
-                    First::Yuv(luma, chroma),
-                ),
-                CS_RGBA => finish_rows_of::<$first, $shape, f32, YUV, CS_RGBA, FLOAT>(
-                    f,
-                    comps,
-                    dst,
-                    y,
-                    First::Yuv(luma, chroma),
-                ),
-                _ => finish_rows_of::<$first, $shape, f32, YUV, CS_RGB, FLOAT>(
-                    f,
-                    comps,
-                    dst,
-                    y,
-                    First::Yuv(luma, chroma),
-                ),
-            }
+            finish_yuv_dispatch!(finish_rows_of<$first, $shape, f32>, f, comps, dst, y, First::Yuv(luma, chroma))
         };
     }
-    unsafe {
-        match (luma.shape, chroma.rows) {
-            (LUMA_NARROW, CHROMA_ONE) => cs!(FIRST_YUV, LUMA_NARROW),
-            (LUMA_NARROW, CHROMA_SINGLE) => cs!(FIRST_YUV_SINGLE, LUMA_NARROW),
-            (LUMA_NARROW, _) => cs!(FIRST_YUV_TWO, LUMA_NARROW),
-            (_, CHROMA_ONE) => cs!(FIRST_YUV, LUMA_HALVES),
-            (_, CHROMA_SINGLE) => cs!(FIRST_YUV_SINGLE, LUMA_HALVES),
-            (_, _) => cs!(FIRST_YUV_TWO, LUMA_HALVES),
-        }
+    match (luma.shape, chroma.rows) {
+        (LUMA_NARROW, CHROMA_ONE) => cs!(FIRST_YUV, LUMA_NARROW),
+        (LUMA_NARROW, CHROMA_SINGLE) => cs!(FIRST_YUV_SINGLE, LUMA_NARROW),
+        (LUMA_NARROW, _) => cs!(FIRST_YUV_TWO, LUMA_NARROW),
+        (_, CHROMA_ONE) => cs!(FIRST_YUV, LUMA_HALVES),
+        (_, CHROMA_SINGLE) => cs!(FIRST_YUV_SINGLE, LUMA_HALVES),
+        (_, _) => cs!(FIRST_YUV_TWO, LUMA_HALVES),
     }
 }
 
