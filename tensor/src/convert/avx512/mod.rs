@@ -24,10 +24,7 @@ pub(super) use boxes::{box_blocks, box_even, box_sums, box_sums_split, pack_word
 pub(super) use finish_bytes::finish_bytes;
 pub(super) use quads::{box_quads, vnni};
 pub(super) use sample::{sample, sample_pair, ChromaBlocks, LumaBlocks, PixelBlocks};
-use sample::{
-    CHROMA_ONE, CHROMA_SINGLE, CHROMA_TWO, LUMA_HALVES, LUMA_NARROW, PIXELS_HALVES, PIXELS_NARROW,
-    PIXELS_SPLIT,
-};
+use sample::{CHROMA_ONE, CHROMA_SINGLE, CHROMA_TWO, HALVES, NARROW, SPLIT};
 pub(super) use taps::{multitap, multitap_bytes, pack_bytes, pack_bytes_split, whole_bytes};
 pub(super) use vertical::{down_bytes, multitap_vertical, vertical_bytes};
 
@@ -179,11 +176,11 @@ pub(super) unsafe fn finish_luma(
     luma: &LumaBlocks<'_>,
 ) -> usize {
     match luma.shape {
-        LUMA_NARROW => {
-            finish_yuv_dispatch!(finish_rows_of<FIRST_LUMA, LUMA_NARROW, f32>, f, comps, dst, y, First::Luma(luma))
+        NARROW => {
+            finish_yuv_dispatch!(finish_rows_of<FIRST_LUMA, NARROW, f32>, f, comps, dst, y, First::Luma(luma))
         }
         _ => {
-            finish_yuv_dispatch!(finish_rows_of<FIRST_LUMA, LUMA_HALVES, f32>, f, comps, dst, y, First::Luma(luma))
+            finish_yuv_dispatch!(finish_rows_of<FIRST_LUMA, HALVES, f32>, f, comps, dst, y, First::Luma(luma))
         }
     }
 }
@@ -221,12 +218,12 @@ pub(super) unsafe fn finish_yuv(
         };
     }
     match (luma.shape, chroma.rows) {
-        (LUMA_NARROW, CHROMA_ONE) => cs!(FIRST_YUV, LUMA_NARROW),
-        (LUMA_NARROW, CHROMA_SINGLE) => cs!(FIRST_YUV_SINGLE, LUMA_NARROW),
-        (LUMA_NARROW, _) => cs!(FIRST_YUV_TWO, LUMA_NARROW),
-        (_, CHROMA_ONE) => cs!(FIRST_YUV, LUMA_HALVES),
-        (_, CHROMA_SINGLE) => cs!(FIRST_YUV_SINGLE, LUMA_HALVES),
-        (_, _) => cs!(FIRST_YUV_TWO, LUMA_HALVES),
+        (NARROW, CHROMA_ONE) => cs!(FIRST_YUV, NARROW),
+        (NARROW, CHROMA_SINGLE) => cs!(FIRST_YUV_SINGLE, NARROW),
+        (NARROW, _) => cs!(FIRST_YUV_TWO, NARROW),
+        (_, CHROMA_ONE) => cs!(FIRST_YUV, HALVES),
+        (_, CHROMA_SINGLE) => cs!(FIRST_YUV_SINGLE, HALVES),
+        (_, _) => cs!(FIRST_YUV_TWO, HALVES),
     }
 }
 
@@ -274,9 +271,9 @@ pub(super) unsafe fn finish_pixels(
     }
     unsafe {
         match px.shape {
-            PIXELS_NARROW => cs!(PIXELS_NARROW),
-            PIXELS_HALVES => cs!(PIXELS_HALVES),
-            _ => cs!(PIXELS_SPLIT),
+            NARROW => cs!(NARROW),
+            HALVES => cs!(HALVES),
+            _ => cs!(SPLIT),
         }
     }
 }

@@ -167,10 +167,11 @@ fn rows_first_weight(wy: f32, single: bool) -> u32 {
     }
 }
 
-/// `plan::Windows` as the kernels' const parameter.
-const NARROW: u8 = 0;
-const HALVES: u8 = 1;
-const SPLIT: u8 = 2;
+/// `plan::Windows` as the kernels' const parameter (and the finishes' that read blocks:
+/// `LumaBlocks::shape`, `PixelBlocks::shape`).
+pub(in super::super) const NARROW: u8 = 0;
+pub(in super::super) const HALVES: u8 = 1;
+pub(in super::super) const SPLIT: u8 = 2;
 
 /// A plan's `SHAPE`.
 fn window_shape(plan: &Permute) -> u8 {
@@ -469,10 +470,6 @@ impl<'a> LumaBlocks<'a> {
     }
 }
 
-/// `LumaBlocks::shape`'s values (`finish_luma`'s cases).
-pub(in super::super) const LUMA_NARROW: u8 = NARROW;
-pub(in super::super) const LUMA_HALVES: u8 = HALVES;
-
 /// An RGB source's one-row, one-tap blocks, picked straight in the output's channel order
 /// (`Permute::pixel_picks`), where the float32 finish reads them itself (`finish_pixels`), set
 /// up once a row: `values(b)` is block `b`'s 48 values as three vectors of dwords. They ask for
@@ -546,13 +543,8 @@ impl<'a> PixelBlocks<'a> {
     }
 }
 
-/// `PixelBlocks::shape`'s values (`finish_pixels`' cases).
-pub(in super::super) const PIXELS_NARROW: u8 = NARROW;
-pub(in super::super) const PIXELS_HALVES: u8 = HALVES;
-pub(in super::super) const PIXELS_SPLIT: u8 = SPLIT;
-
-/// A two-member group's blocks (the chroma's, where the float32 finish reads them itself beside
-/// the luma's: `finish_yuv`), set up once a row: `values(b)` is block `b`'s U and V as the
+/// A two-member group's blocks (the chroma's, where the finish reads them itself beside the
+/// luma's: `finish_yuv`), set up once a row: `values(b)` is block `b`'s U and V as the
 /// sampling's blocks store them, from one source row (`Sampled`'s one-row blocks: YUY2) or two
 /// blended first (`RowsFirst`: NV12). They ask for the rows' lines.
 #[derive(Clone, Copy)]
