@@ -344,17 +344,13 @@ impl<const SHAPE: u8, const M: usize> Blocks for RowsFirst<'_, SHAPE, M> {
     unsafe fn block(&self, b: usize) {
         let Rows { row: Row { r0, r1, wq, ahead, .. }, bases, controls, rows, .. } = self.at;
         let (top, bottom) = self.masks;
-        let zero = _mm512_setzero_si512();
         unsafe {
             let w0 = windows::<SHAPE, true>(r0, bases, b, ahead);
             let w1 = windows::<SHAPE, false>(r1, bases, b, ahead);
             let wqv = _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _);
             for j in 0..M {
                 let ctl = _mm512_loadu_si512(controls.as_ptr().add((b * M + j) * 2 + 1) as *const _);
-                let pairs = pick::<SHAPE>(pick::<SHAPE>(zero, &w0, ctl, top), &w1, ctl, bottom);
-                let down = _mm512_maddubs_epi16(pairs, self.weights);
-                // At most 255 · 128 · 256, below 2^23: `Scaled`'s range.
-                let v = self.unit.of(_mm512_madd_epi16(down, wqv));
+                let v = blend_first::<SHAPE>(&w0, &w1, ctl, (top, bottom), self.weights, self.unit, wqv);
                 _mm512_storeu_ps(rows[j].add(16 * b), v);
             }
         }
@@ -405,13 +401,14 @@ impl<const SHAPE: u8, const M: usize, const SINGLE: bool, const TWO: bool> Block
             let wqv = if SINGLE { zero } else { _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _) };
             for j in 0..M {
                 let ctl = _mm512_loadu_si512(controls.as_ptr().add((b * M + j) * 2 + form) as *const _);
-                let sampled = |w: &[__m512i; 4]| {
-                    let t = pick::<SHAPE>(zero, w, ctl, self.keep);
-                    _mm512_cvtepi32_ps(if SINGLE { t } else { _mm512_madd_epi16(t, wqv) })
+                let top = taps::<SHAPE, SINGLE>(&w0, ctl, self.keep, wqv);
+                let mut v = match TWO {
+                    true => {
+                        let bottom = taps::<SHAPE, SINGLE>(&w1, ctl, self.keep, wqv);
+                        _mm512_fmadd_ps(self.wy, _mm512_sub_ps(bottom, top), top)
+                    }
+                    false => top,
                 };
-                let top = sampled(&w0);
-                let mut v =
-                    if TWO { _mm512_fmadd_ps(self.wy, _mm512_sub_ps(sampled(&w1), top), top) } else { top };
                 if !SINGLE {
                     v = _mm512_mul_ps(v, self.unit);
                 }
@@ -628,34 +625,62 @@ impl<'a> ChromaBlocks<'a> {
             };
             let c0 = _mm512_loadu_si512(self.controls.as_ptr().add(4 * b + form) as *const _);
             let c1 = _mm512_loadu_si512(self.controls.as_ptr().add(4 * b + 2 + form) as *const _);
-            if ROWS == CHROMA_TWO {
-                // `RowsFirst::block`'s operations.
-                let w1 = windows::<SHAPE, false>(self.r1, self.bases, b, self.ahead);
-                let (top, bottom) = (self.keep, self.keep << 1);
-                let blend = |ctl: __m512i| {
-                    let pairs = pick::<SHAPE>(pick::<SHAPE>(zero, &w0, ctl, top), &w1, ctl, bottom);
-                    self.unit.of(_mm512_madd_epi16(_mm512_maddubs_epi16(pairs, self.weights), wqv))
-                };
-                [blend(c0), blend(c1)]
-            } else {
-                let single = ROWS == CHROMA_SINGLE;
-                let v0 = member(pick::<SHAPE>(zero, &w0, c0, self.keep), wqv, single);
-                let v1 = member(pick::<SHAPE>(zero, &w0, c1, self.keep), wqv, single);
-                [v0, v1]
+            match ROWS {
+                CHROMA_TWO => {
+                    let w1 = windows::<SHAPE, false>(self.r1, self.bases, b, self.ahead);
+                    let (masks, (weights, unit)) = ((self.keep, self.keep << 1), (self.weights, self.unit));
+                    [
+                        blend_first::<SHAPE>(&w0, &w1, c0, masks, weights, unit, wqv),
+                        blend_first::<SHAPE>(&w0, &w1, c1, masks, weights, unit, wqv),
+                    ]
+                }
+                CHROMA_SINGLE => [
+                    taps::<SHAPE, true>(&w0, c0, self.keep, wqv),
+                    taps::<SHAPE, true>(&w0, c1, self.keep, wqv),
+                ],
+                _ => {
+                    // `Sampled`'s one-row blocks: the sums in the weights' unit.
+                    let unit = _mm512_set1_ps(WEIGHT_UNIT);
+                    let v0 = taps::<SHAPE, false>(&w0, c0, self.keep, wqv);
+                    let v1 = taps::<SHAPE, false>(&w0, c1, self.keep, wqv);
+                    [_mm512_mul_ps(v0, unit), _mm512_mul_ps(v1, unit)]
+                }
             }
         }
     }
 }
 
-/// A member's picked bytes as `Sampled`'s one-row blocks make its floats.
+/// A member's two rows and two taps blended first (`RowsFirst`): each output's pairs picked
+/// from the two rows' windows (`masks`: the first row's bytes, the second's), blended down by
+/// the halved row weights (`pmaddubsw`), across by the taps' (`pmaddwd`), scaled.
 #[inline(always)]
-unsafe fn member(t: __m512i, wqv: __m512i, single: bool) -> __m512 {
+unsafe fn blend_first<const SHAPE: u8>(
+    w0: &[__m512i; 4],
+    w1: &[__m512i; 4],
+    ctl: __m512i,
+    (top, bottom): (u64, u64),
+    weights: __m512i,
+    unit: Scaled,
+    wqv: __m512i,
+) -> __m512 {
     unsafe {
-        match single {
-            true => _mm512_cvtepi32_ps(t),
-            false => {
-                _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(t, wqv)), _mm512_set1_ps(WEIGHT_UNIT))
-            }
-        }
+        let pairs = pick::<SHAPE>(pick::<SHAPE>(_mm512_setzero_si512(), w0, ctl, top), w1, ctl, bottom);
+        // At most 255 · 128 · 256, below 2^23: `Scaled`'s range.
+        unit.of(_mm512_madd_epi16(_mm512_maddubs_epi16(pairs, weights), wqv))
+    }
+}
+
+/// A member's values from one row's windows (`Sampled`), before the weights' unit: its byte
+/// (`SINGLE`), or its two taps summed by `wqv`.
+#[inline(always)]
+unsafe fn taps<const SHAPE: u8, const SINGLE: bool>(
+    w: &[__m512i; 4],
+    ctl: __m512i,
+    keep: u64,
+    wqv: __m512i,
+) -> __m512 {
+    unsafe {
+        let t = pick::<SHAPE>(_mm512_setzero_si512(), w, ctl, keep);
+        _mm512_cvtepi32_ps(if SINGLE { t } else { _mm512_madd_epi16(t, wqv) })
     }
 }
