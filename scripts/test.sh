@@ -17,6 +17,10 @@ step "build (plugin .so and examples)"
 cargo build --workspace --all-targets
 step "unit and pipeline tests (host)"
 cargo test --workspace
+step "the sampling paths a core's hints choose between, each taken (every level's bytes equal)"
+for paired in 0 1; do
+  EDGEFIRST_CONVERT_PAIR=$paired cargo test -q -p edgefirst-tensor --test convert -- every_level integer_ratio
+done
 
 # A private registry so a stale system-wide one never hides our freshly built plugin.
 export GST_PLUGIN_PATH=$root/target/debug GST_REGISTRY=$root/target/gst-registry.bin

@@ -19,6 +19,8 @@ use super::baseline;
 use super::finish::YUV;
 use super::finish::{SendPtr, RGB};
 #[cfg(target_arch = "x86_64")]
+use super::hint;
+#[cfg(target_arch = "x86_64")]
 use super::lines::Lines;
 use super::multitap::{self, VTaps};
 #[cfg(target_arch = "aarch64")]
@@ -127,8 +129,9 @@ macro_rules! vertical_bytes {
 
 /// Both groups of a two-group source (NV12's or YUY2's luma and chroma) at AVX-512, their
 /// blocks side by side (`avx512::sample_pair`), where both read the frame straight (`direct`)
-/// through `Permute` plans that fit; returns the values sampled, `None` (nothing done)
-/// otherwise (why AVX-512 only: `avx512::sample_pair`).
+/// through `Permute` plans that fit, on the cores where that paid (`hint::blocks_paired`);
+/// returns the values sampled, `None` (nothing done) otherwise (why AVX-512 only:
+/// `avx512::sample_pair`).
 #[cfg(target_arch = "x86_64")]
 fn pair(c: &Converter, direct: &[Option<DirectRows<'_>>; 3], out: &mut [Lines<f32>; 4]) -> Option<u64> {
     let [a, b] = c.groups.as_slice() else { return None };
@@ -137,7 +140,7 @@ fn pair(c: &Converter, direct: &[Option<DirectRows<'_>>; 3], out: &mut [Lines<f3
     let db = if b.plane == a.plane { db.asked_already() } else { db };
     let (pa, pb) = (a.permute.as_ref()?, b.permute.as_ref()?);
     let fits = |reach: usize, d: &DirectRows<'_>| reach <= d.r0.len().min(d.r1.len());
-    if !c.avx512() || !fits(pa.reach, &da) || !fits(pb.reach, &db) {
+    if !c.avx512() || !hint::blocks_paired() || !fits(pa.reach, &da) || !fits(pb.reach, &db) {
         return None;
     }
     let ((wxa, wqa, sa), (wxb, wqb, sb)) = (group_weights(c, a), group_weights(c, b));

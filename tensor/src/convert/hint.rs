@@ -175,8 +175,12 @@ pub(super) fn output_asked() -> bool {
 }
 
 /// Whether `driver::ahead::prefetch_row_pages` asks for rows no wider than a page (NV12's
-/// planes, YUY2): on AMD's cores, where the rows' last lines paid (Zen 4, the thirtieth
-/// session: NV12 on 32 rotating frames 0.219–0.221 → 0.178–0.184 ms), and not on Intel's, where
+/// planes, YUY2): on AMD's cores before Zen 5, where the rows' last lines paid (Zen 4, the
+/// thirtieth session: NV12 on 32 rotating frames 0.219–0.221 → 0.178–0.184 ms), not on Zen 5,
+/// where NV12 was a tenth faster without them (engine, uint8 bilinear, AVX-512, best of 400, one
+/// binary, equal-length variables, two rounds, with → without: 8 rotating frames 0.097–0.098 →
+/// 0.087–0.088 ms, 32 frames 0.098–0.099 → 0.088–0.089, 1600×900 0.136–0.140 → 0.122–0.125;
+/// YUY2 level), and not on Intel's, where
 /// every NV12 row was faster without them (Intel Xeon, engine, uint8 bilinear, AVX-512, best of
 /// 400, none / pages only / last lines only / both, one binary, three or four rounds: 8 rotating
 /// frames 0.139–0.140 / 0.143–0.144 / 0.143–0.144 / 0.146, 32 frames 0.140–0.145 / 0.143–0.157 /
@@ -191,9 +195,23 @@ pub(super) fn narrow_rows_asked() -> bool {
     static NARROW: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *NARROW.get_or_init(|| {
         chosen_or("EDGEFIRST_CONVERT_ROW_ASKS", || {
-            !cfg!(target_arch = "x86_64") || cpu().is_some_and(|(vendor, _)| &vendor == b"AuthenticAMD")
+            !cfg!(target_arch = "x86_64")
+                || cpu().is_some_and(|(vendor, _)| &vendor == b"AuthenticAMD") && !zen5()
         })
     })
+}
+
+/// Whether AVX-512 samples a two-group source's luma and chroma blocks in one loop
+/// (`avx512::sample_pair`, where the finish does not read them itself): on every core but
+/// Zen 5, where the groups one after the other measured faster (engine, uint8 bilinear, best of
+/// 400, one binary, equal-length variables, three rounds, paired → apart: NV12 1600×900 on 8
+/// rotating frames 0.133–0.135 → 0.124–0.125 ms, YUY2 1600×900 0.153–0.156 → 0.142–0.144; NV12
+/// float32 1600×900 0.152–0.153 → 0.128 with the row asks off too). It was chosen on the Intel
+/// Xeon (0–5 % in the element). `EDGEFIRST_CONVERT_PAIR=0` or `1` chooses either on any CPU.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(super) fn blocks_paired() -> bool {
+    static PAIRED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PAIRED.get_or_init(|| chosen_or("EDGEFIRST_CONVERT_PAIR", || !zen5()))
 }
 
 /// `0` or `1` in environment variable `var`, else `otherwise()` (the CPU's own choice).
@@ -402,9 +420,10 @@ impl Trickle {
 mod tests {
     use super::Trickle;
 
-    /// The vendor and family `once_by_nta` and `whole_near` go by are the ones the kernel reports
-    /// for every CPU (Linux's /proc/cpuinfo `vendor_id` and `cpu family`), and each hint follows
-    /// them (T0 and NTA on Zen 5 alone) unless its variable chooses.
+    /// The vendor and family the hints go by are the ones the kernel reports for every CPU
+    /// (Linux's /proc/cpuinfo `vendor_id` and `cpu family`), and each hint follows them (T0 and
+    /// NTA on Zen 5 alone, the narrow rows' asks on AMD before Zen 5, the paired blocks off Zen
+    /// 5) unless its variable chooses.
     #[test]
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     fn hints_follow_the_vendor_and_family() {
@@ -431,6 +450,20 @@ mod tests {
                 Some("0") => false,
                 Some("1") => true,
                 _ => zen5,
+            };
+            assert_eq!(hint, want, "vendor {vendor}, family {family}, {var} {chosen:?}");
+        }
+        // The NV12 and YUY2 rows' asks on AMD's cores before Zen 5; the paired blocks off Zen 5.
+        let amd = vendor == "AuthenticAMD";
+        for (var, hint, otherwise) in [
+            ("EDGEFIRST_CONVERT_ROW_ASKS", super::narrow_rows_asked(), amd && !zen5),
+            ("EDGEFIRST_CONVERT_PAIR", super::blocks_paired(), !zen5),
+        ] {
+            let chosen = std::env::var(var).ok();
+            let want = match chosen.as_deref() {
+                Some("0") => false,
+                Some("1") => true,
+                _ => otherwise,
             };
             assert_eq!(hint, want, "vendor {vendor}, family {family}, {var} {chosen:?}");
         }
