@@ -599,7 +599,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     if let (Some(plan), Some(lb)) = (&g.permute, &luma512) {
                         let row = d.row(g, plan, wq, single);
                         let width = s.comps[1].len().min(s.comps[2].len());
-                        if let Some(cb) = unsafe { avx512::ChromaBlocks::of(&row, width, lb) } {
+                        if let Some(cb) = avx512::ChromaBlocks::of(&row, width, lb) {
                             let columns = row.tail(wx, 16, cb.count, &mut s.comps);
                             chroma512 = Some(cb);
                             s.counts.sampled += (columns * 2) as u64;

@@ -553,9 +553,11 @@ pub(in super::super) struct ChromaBlocks<'a> {
     wq: &'a [u32],
     ahead: [usize; 2],
     keep: u64,
-    /// `RowsFirst`'s row weights and unit (`rows`).
-    weights: __m512i,
-    unit: Scaled,
+    /// `RowsFirst`'s two row weights as one word (`rows`). Scalars, not the vectors: the driver
+    /// that sets this up a row is built for AVX2, so 512-bit broadcasts there were calls, and
+    /// the struct's vectors, copied through the stack, stalled its loads on the stores just made
+    /// (a sixth of the row driver's samples, NV12 and YUY2 bilinear at 3× on Zen 5).
+    weights: i16,
     /// The blocks there are (the luma's, whose blocks the finish takes with them; their shape is
     /// the luma's), and how their rows are taken (`CHROMA_*`).
     pub(in super::super) count: usize,
@@ -572,10 +574,8 @@ impl<'a> ChromaBlocks<'a> {
     /// finish's components 1 and 2), one source row or two that `RowsFirst` takes, windows of
     /// the luma's shape, as many blocks as the luma's or more.
     ///
-    /// # Safety
-    /// The CPU has AVX-512 F/BW.
     #[inline(always)]
-    pub(in super::super) unsafe fn of(row: &Row<'a>, width: usize, luma: &LumaBlocks<'_>) -> Option<Self> {
+    pub(in super::super) fn of(row: &Row<'a>, width: usize, luma: &LumaBlocks<'_>) -> Option<Self> {
         let g = row.g;
         let half = rows_first_weight(row.wy, row.single);
         let rows = match (row.wy == 0.0, row.single, half) {
@@ -601,8 +601,7 @@ impl<'a> ChromaBlocks<'a> {
             wq: row.wq,
             ahead: if rows == CHROMA_TWO { row.ahead } else { [row.ahead[0], 0] },
             keep: std::hint::black_box(keep),
-            weights: unsafe { _mm512_set1_epi16(((half << 8) | (128 - half.min(128))) as i16) },
-            unit: unsafe { Scaled::new(2.0 * WEIGHT_UNIT * WEIGHT_UNIT) },
+            weights: ((half << 8) | (128 - half.min(128))) as i16,
             count: luma.count,
             rows,
         })
@@ -628,7 +627,9 @@ impl<'a> ChromaBlocks<'a> {
             match ROWS {
                 CHROMA_TWO => {
                     let w1 = windows::<SHAPE, false>(self.r1, self.bases, b, self.ahead);
-                    let (masks, (weights, unit)) = ((self.keep, self.keep << 1), (self.weights, self.unit));
+                    let weights = _mm512_set1_epi16(self.weights);
+                    let (masks, unit) =
+                        ((self.keep, self.keep << 1), Scaled::new(2.0 * WEIGHT_UNIT * WEIGHT_UNIT));
                     [
                         blend_first::<SHAPE>(&w0, &w1, c0, masks, weights, unit, wqv),
                         blend_first::<SHAPE>(&w0, &w1, c1, masks, weights, unit, wqv),
