@@ -442,20 +442,12 @@ mod tests {
         assert_eq!((std::str::from_utf8(&id).unwrap(), fam), (vendor, family));
         let zen5 = vendor == "AuthenticAMD" && family == 26;
         assert_eq!(super::zen5(), zen5, "vendor {vendor}, family {family}");
-        for (var, hint) in
-            [("EDGEFIRST_CONVERT_NTA", super::once_by_nta()), ("EDGEFIRST_CONVERT_NEAR", super::whole_near())]
-        {
-            let chosen = std::env::var(var).ok();
-            let want = match chosen.as_deref() {
-                Some("0") => false,
-                Some("1") => true,
-                _ => zen5,
-            };
-            assert_eq!(hint, want, "vendor {vendor}, family {family}, {var} {chosen:?}");
-        }
-        // The NV12 and YUY2 rows' asks on AMD's cores before Zen 5; the paired blocks off Zen 5.
+        // T0 and NTA on Zen 5 alone; the NV12 and YUY2 rows' asks on AMD's cores before Zen 5;
+        // the paired blocks off Zen 5.
         let amd = vendor == "AuthenticAMD";
         for (var, hint, otherwise) in [
+            ("EDGEFIRST_CONVERT_NTA", super::once_by_nta(), zen5),
+            ("EDGEFIRST_CONVERT_NEAR", super::whole_near(), zen5),
             ("EDGEFIRST_CONVERT_ROW_ASKS", super::narrow_rows_asked(), amd && !zen5),
             ("EDGEFIRST_CONVERT_PAIR", super::blocks_paired(), !zen5),
         ] {
