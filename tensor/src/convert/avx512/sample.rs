@@ -158,6 +158,12 @@ fn run_pair<A: Blocks, C: Blocks>(a: &A, c: &C) -> (usize, usize) {
     (a.count(), c.count())
 }
 
+/// `RowsFirst`'s row weights as `pmaddubsw`'s word: the first row's byte of a pair (`128 -
+/// half`), then the second's (`half`, the lower row's weight in 128ths; 0 where one row).
+fn rows_first_word(half: u32) -> i16 {
+    ((half << 8) | (128 - half.min(128))) as i16
+}
+
 /// The lower row's weight in 128ths where `RowsFirst` takes a row (else 0): two rows (a weight
 /// strictly between 0 and 1, an even number of 256ths) and two taps across.
 fn rows_first_weight(wy: f32, single: bool) -> u32 {
@@ -312,9 +318,8 @@ impl<'a, const M: usize> Rows<'a, M> {
 /// two conversions and the blend down).
 struct RowsFirst<'a, const SHAPE: u8, const M: usize> {
     at: Rows<'a, M>,
-    /// The first row's byte of a pair, then the second's.
+    /// The first row's byte of a pair, then the second's (`rows_first_word`).
     weights: __m512i,
-    unit: Scaled,
     /// The pairs' first bytes, then their second.
     masks: (u64, u64),
 }
@@ -327,9 +332,7 @@ impl<'a, const SHAPE: u8, const M: usize> RowsFirst<'a, SHAPE, M> {
         assert!((1..128).contains(&half));
         Self {
             at: Rows::new::<SHAPE>(row, out),
-            weights: _mm512_set1_epi16(((half << 8) | (128 - half)) as i16),
-            // The halved row weights make the sums 2^-15ths.
-            unit: Scaled::new(2.0 * WEIGHT_UNIT * WEIGHT_UNIT),
+            weights: _mm512_set1_epi16(rows_first_word(half)),
             masks: opaque::<SHAPE, _>((0x5555_5555_5555_5555u64, 0xaaaa_aaaa_aaaa_aaaau64)),
         }
     }
@@ -350,7 +353,7 @@ impl<const SHAPE: u8, const M: usize> Blocks for RowsFirst<'_, SHAPE, M> {
             let wqv = _mm512_loadu_si512(wq.as_ptr().add(16 * b) as *const _);
             for j in 0..M {
                 let ctl = _mm512_loadu_si512(controls.as_ptr().add((b * M + j) * 2 + 1) as *const _);
-                let v = blend_first::<SHAPE>(&w0, &w1, ctl, (top, bottom), self.weights, self.unit, wqv);
+                let v = blend_first::<SHAPE>(&w0, &w1, ctl, (top, bottom), self.weights, wqv);
                 _mm512_storeu_ps(rows[j].add(16 * b), v);
             }
         }
@@ -603,7 +606,7 @@ impl<'a> ChromaBlocks<'a> {
             wq: row.wq,
             ahead: if rows == CHROMA_TWO { row.ahead } else { [row.ahead[0], 0] },
             keep: std::hint::black_box(keep),
-            weights: ((half << 8) | (128 - half.min(128))) as i16,
+            weights: rows_first_word(half),
             count: luma.count,
             rows,
         })
@@ -629,12 +632,10 @@ impl<'a> ChromaBlocks<'a> {
             match ROWS {
                 CHROMA_TWO => {
                     let w1 = windows::<SHAPE, false>(self.r1, self.bases, b, self.ahead);
-                    let weights = _mm512_set1_epi16(self.weights);
-                    let (masks, unit) =
-                        ((self.keep, self.keep << 1), Scaled::new(2.0 * WEIGHT_UNIT * WEIGHT_UNIT));
+                    let (masks, weights) = ((self.keep, self.keep << 1), _mm512_set1_epi16(self.weights));
                     [
-                        blend_first::<SHAPE>(&w0, &w1, c0, masks, weights, unit, wqv),
-                        blend_first::<SHAPE>(&w0, &w1, c1, masks, weights, unit, wqv),
+                        blend_first::<SHAPE>(&w0, &w1, c0, masks, weights, wqv),
+                        blend_first::<SHAPE>(&w0, &w1, c1, masks, weights, wqv),
                     ]
                 }
                 CHROMA_SINGLE => [
@@ -663,13 +664,14 @@ unsafe fn blend_first<const SHAPE: u8>(
     ctl: __m512i,
     (top, bottom): (u64, u64),
     weights: __m512i,
-    unit: Scaled,
     wqv: __m512i,
 ) -> __m512 {
     unsafe {
         let pairs = pick::<SHAPE>(pick::<SHAPE>(_mm512_setzero_si512(), w0, ctl, top), w1, ctl, bottom);
-        // At most 255 · 128 · 256, below 2^23: `Scaled`'s range.
-        unit.of(_mm512_madd_epi16(_mm512_maddubs_epi16(pairs, weights), wqv))
+        // The halved row weights make the sums 2^-15ths; at most 255 · 128 · 256, below 2^23:
+        // `Scaled`'s range.
+        Scaled::new(2.0 * WEIGHT_UNIT * WEIGHT_UNIT)
+            .of(_mm512_madd_epi16(_mm512_maddubs_epi16(pairs, weights), wqv))
     }
 }
 
