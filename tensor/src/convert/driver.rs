@@ -50,7 +50,7 @@ use taps::neon_pil8;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use taps::RingPlan;
 #[cfg(target_arch = "x86_64")]
-use taps::{avx2_pil8, pack_rows, split_packs, split_rows};
+use taps::{avx2_pil8, down_first_asking, pack_rows, split_packs, split_rows};
 use taps::{down_first_row, multitap_horizontal, multitap_vertical, no_down};
 
 /// The widest level this CPU has.
@@ -281,6 +281,9 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         let mut row_bytes = bytes_out;
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         let mut row_yuv_bytes = false;
+        // The lines the finish of those bytes asks for (`multitap::FINISH_ASKED_ROWS`).
+        #[cfg(target_arch = "x86_64")]
+        let mut finish_asks = hint::Trickle::NONE;
         if let Some(m) = &c.multi {
             // The multi-tap filters: the horizontal pass by the level's blocks, the vertical by
             // the baseline loops (contiguous rows, vectorized at the driver's width).
@@ -326,8 +329,9 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                         avx512::down_bytes(rows, k, whole, out, ahead, asked)
                     };
                     let widen = |bytes: &[u8], out: &mut [f32]| unsafe { avx512::widen(bytes, out) };
-                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, widen, yuv_bytes);
-                    row_yuv_bytes = yuv_bytes;
+                    let (groups, asks) =
+                        down_first_asking(c, m, src, cy, s, takes, horiz, down, widen, yuv_bytes, true);
+                    (skip, row_yuv_bytes, finish_asks) = (skip | groups, yuv_bytes, asks);
                 } else if bytes_out {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, true, horiz, vertical_bytes!(avx512, u8));
                 } else {
@@ -352,6 +356,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], ahead, asked| unsafe {
                         avx2::down_bytes(rows, k, whole, out, ahead, asked)
                     };
+                    // (Its finish not asking: `multitap::FINISH_ASKED_ROWS`.)
                     skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, multitap::widen, yuv_bytes);
                     row_yuv_bytes = yuv_bytes;
                 } else if bytes_out {
@@ -694,7 +699,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
             s.counts.interleaved += done as u64;
         } else if row_yuv_bytes {
             done = match c.avx512() {
-                true => unsafe { avx512::finish_yuv_bytes(&c.finish, &s.comp_bytes, dst, y) },
+                true => unsafe { avx512::finish_yuv_bytes(&c.finish, &s.comp_bytes, dst, y, finish_asks) },
                 false => unsafe { avx2::finish_yuv_bytes(&c.finish, &s.comp_bytes, dst, y) },
             };
             s.counts.from_bytes += done as u64;

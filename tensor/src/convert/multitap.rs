@@ -16,7 +16,7 @@ mod ahead;
 pub(super) use ahead::{
     ahead_bytes, ahead_rows, ahead_rows_by, box_asks, MULTI_PREFETCH_AHEAD, TRICKLE_FROM,
 };
-use ahead::{ahead_bytes_by, DOWN_AHEAD, TRICKLED_AHEAD};
+use ahead::{ahead_bytes_by, down_asks, DOWN_AHEAD, TRICKLED_AHEAD};
 
 /// Slots of a ring that holds `taps` consecutive source rows: a power of two at or above it, so
 /// a row's slot is a mask. As `row % taps`, the driver's multi-tap bookkeeping made a division
@@ -211,8 +211,9 @@ impl Sample for u8 {
 /// components' floats (by `widen`), or (`into`, the finish reading bytes) are left in those rows
 /// as the components' bytes. `packed`: scratch for the kernels' packed rows. Every group, and
 /// every level by the same integer passes: the same bytes. Groups of one plane with the same
-/// rows and weights share the row (YUY2's luma and chroma). Returns the groups (bit `g`) and
-/// the outputs `horiz` made.
+/// rows and weights share the row (YUY2's luma and chroma). Returns the groups (bit `g`), the
+/// outputs `horiz` made and the lines the vertical pass left to a finish that asks
+/// (`finish_asks`: `ahead::down_asks`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub(super) fn pil8_down_first(
@@ -228,8 +229,9 @@ pub(super) fn pil8_down_first(
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], &mut [u8]) -> usize,
     mut across: impl FnMut(usize, &[&[u8]], &[[*mut f32; 4]], &mut [u8]) -> usize,
     widen: impl Fn(&[u8], &mut [f32]),
-) -> (u32, u64) {
-    let (mut groups, mut made) = (0u32, 0u64);
+    finish_asks: bool,
+) -> (u32, u64, Trickle) {
+    let (mut groups, mut made, mut later) = (0u32, 0u64, Trickle::NONE);
     let Ring { bytes: ring, down, down_sums, .. } = ring;
     let floats = into.is_none();
     let ring = into.unwrap_or(ring);
@@ -261,7 +263,8 @@ pub(super) fn pil8_down_first(
             // 0.429–0.477 against 0.441–0.504, 8 frames 0.337–0.362 against 0.349–0.365, 900p
             // level; AVX2 32 frames 0.476–0.513 against 0.513–0.540).
             let new = rows.first.get(cy + 1).map_or(kv, |&f| (f as usize - first).min(kv));
-            let asked = new.max(1);
+            let (finish, asked, ahead) = down_asks(rows, cy, stride, new.max(1), ahead, finish_asks);
+            later = Trickle::over(bytes, finish);
             // (A tied row, `WholeRow::n`, by the sums here.)
             let done = match m.whole_row(axis, cy).and_then(WholeRow::untied) {
                 Some(WholeRow { k, d, div, .. }) if kv <= VTAPS => {
@@ -316,7 +319,7 @@ pub(super) fn pil8_down_first(
         }
         groups |= 1 << gi;
     }
-    (groups, made)
+    (groups, made, later)
 }
 
 /// A row of bytes as the components' floats, by the loop: `pil8_down_first`'s `widen` where the

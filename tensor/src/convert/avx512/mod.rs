@@ -10,7 +10,7 @@ use super::finish::{
     channels, fill_blocks, finish_dispatch, finish_yuv_dispatch, folded, order, yuv_rows, FinishValues,
     SendPtr, CS_BGR, CS_RGB, FLOAT, GRAY, GRAY_WEIGHTS, RAW8, RGB, YUV,
 };
-use super::hint::{output_asked, prefetch_store, STORE_AHEAD};
+use super::hint::{output_asked, prefetch_store, Trickle, STORE_AHEAD};
 use super::lines::Lines;
 use std::arch::x86_64::*;
 
@@ -151,7 +151,7 @@ const RGB32: [[[u32; 16]; 2]; 3] = interleave_f32_rgb();
 /// content width.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")]
 pub(super) unsafe fn finish(f: &FinishValues, comps: &[Lines<f32>; 4], dst: SendPtr, y: usize) -> usize {
-    finish_dispatch!(finish_rows<f32>, f, comps, dst, y)
+    finish_dispatch!(finish_rows<f32>, f, comps, dst, y, Trickle::NONE)
 }
 
 /// `finish` of a YUV source with the luma read from the frame by the finish itself (`luma`'s
@@ -283,7 +283,9 @@ pub(super) unsafe fn finish_pixels(
 /// output, without a pass that stores them first (`widen`, 4 % of the frame's samples). Engine,
 /// 1080p YUY2 `bilinear-antialias`, 8 rotating frames, two builds alternated: uint8
 /// 0.326–0.350 → 0.309–0.326 ms, float32 0.491–0.496 → 0.452–0.475; AVX2 (its
-/// `finish_yuv_bytes`) 0.431–0.441 → 0.408–0.419. `f.kind` is `YUV`.
+/// `finish_yuv_bytes`) 0.431–0.441 → 0.408–0.419. `f.kind` is `YUV`. Its blocks ask for
+/// `asks`' lines, a few each (`Trickle::ask_l2`: a later row's source rows the vertical pass
+/// left to it, `multitap::FINISH_ASKED_ROWS`).
 ///
 /// # Safety
 /// As `finish`.
@@ -293,8 +295,9 @@ pub(super) unsafe fn finish_yuv_bytes(
     comps: &[Lines<u8>; 4],
     dst: SendPtr,
     y: usize,
+    asks: Trickle,
 ) -> usize {
-    finish_yuv_dispatch!(finish_rows<u8>, f, comps, dst, y)
+    finish_yuv_dispatch!(finish_rows<u8>, f, comps, dst, y, asks)
 }
 
 /// A component row's values as the finish loads them, sixteen (or the lanes of `px`) at `x`.
@@ -389,14 +392,16 @@ unsafe fn finish_rows<S: Values, const K: u8, const CS: u8, const OUT: u8>(
     comps: &[Lines<S>; 4],
     dst: SendPtr,
     y: usize,
+    asks: Trickle,
 ) -> usize {
-    unsafe { finish_rows_of::<FIRST_NONE, 0, S, K, CS, OUT>(f, comps, dst, y, First::None) }
+    unsafe { finish_rows_of::<FIRST_NONE, 0, S, K, CS, OUT>(f, comps, dst, y, First::None(asks)) }
 }
 
 /// The blocks a finish reads from the frame itself before the rest of its row.
 #[derive(Clone, Copy)]
 enum First<'a> {
-    None,
+    /// None: the components' rows alone, the blocks asking for the trickle's lines.
+    None(Trickle),
     /// A YUV source's luma (`finish_luma`).
     Luma(&'a LumaBlocks<'a>),
     /// A YUV source's luma and chroma (`finish_yuv`).
@@ -495,10 +500,18 @@ unsafe fn finish_rows_of<
             }
             x = 16 * px.count;
         }
-        First::None if FIRST == FIRST_NONE => {}
+        First::None(_) if FIRST == FIRST_NONE => {}
         _ => unreachable!("a finish's first blocks of the kind its instance takes"),
     }
+    let mut asks = match first {
+        First::None(asks) => asks,
+        _ => Trickle::NONE,
+    };
+    let per = asks.pace((n - x) / 16);
     while x + 16 <= n {
+        if per != 0 {
+            asks.ask_l2(per);
+        }
         unsafe { pixels::<S, K, CS, OUT, false>(&k, comps, row, x, 16, None, None) };
         x += 16;
     }

@@ -7,9 +7,7 @@
 use super::super::avx2;
 #[cfg(target_arch = "x86_64")]
 use super::super::avx512;
-use super::super::hint::prefetch;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-use super::super::hint::Trickle;
+use super::super::hint::{prefetch, Trickle};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use super::super::multitap;
 use super::super::multitap::VTaps;
@@ -644,13 +642,33 @@ pub(super) fn down_first_row(
     cy: usize,
     s: &mut Scratch,
     takes: impl Fn(usize) -> bool,
-    mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize, &mut [u8]) -> usize,
+    horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize, &mut [u8]) -> usize,
     vert: impl FnMut(&[*const u8], &[i16], (u8, (u16, u16)), &mut [u8], usize, usize) -> usize,
     widen: impl Fn(&[u8], &mut [f32]),
     bytes: bool,
 ) -> u32 {
+    down_first_asking(c, m, src, cy, s, takes, horiz, vert, widen, bytes, false).0
+}
+
+/// `down_first_row`, where the finish of the bytes asks for some of the lines the vertical pass
+/// would (`asks` and `bytes`: `multitap::FINISH_ASKED_ROWS`); returns those lines too.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn down_first_asking(
+    c: &Converter,
+    m: &MultiTap,
+    src: &SrcImage<'_>,
+    cy: usize,
+    s: &mut Scratch,
+    takes: impl Fn(usize) -> bool,
+    mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize, &mut [u8]) -> usize,
+    vert: impl FnMut(&[*const u8], &[i16], (u8, (u16, u16)), &mut [u8], usize, usize) -> usize,
+    widen: impl Fn(&[u8], &mut [f32]),
+    bytes: bool,
+    asks: bool,
+) -> (u32, Trickle) {
     let into = bytes.then_some(&mut s.comp_bytes);
-    let bytes = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], packed: &mut [u8]| match takes(g) {
+    let bytes_of = |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], packed: &mut [u8]| match takes(g) {
         true => horiz(g, rows, out, 0, packed),
         false => 0,
     };
@@ -658,7 +676,7 @@ pub(super) fn down_first_row(
         multitap_horizontal(c, m, g, rows, out, 0, packed)
     };
     let (ring, comps, packed) = (&mut s.ring, &mut s.comps, &mut s.packed_rows[..]);
-    let (groups, made) = multitap::pil8_down_first(
+    let (groups, made, later) = multitap::pil8_down_first(
         m,
         &c.comps,
         &src.planes,
@@ -668,12 +686,13 @@ pub(super) fn down_first_row(
         packed,
         into,
         vert,
-        bytes,
+        bytes_of,
         across,
         widen,
+        asks && bytes,
     );
     s.counts.sampled += made;
-    groups
+    (groups, later)
 }
 
 /// No vertical kernel: `multitap::pil8_down_first` blends every byte.

@@ -38,6 +38,45 @@ pub(in super::super) fn ahead_bytes(rows: &Taps, cy: usize, stride: usize, len: 
 /// 0.475–0.489 six, 0.474–0.503 eight; 8 frames and 900p level within their spread.
 pub(super) const DOWN_AHEAD: usize = 4;
 
+/// Of the rows new to output row `cy + DOWN_AHEAD` that PIL's vertical pass blended down first
+/// asks for, the first ones it leaves to the finish that reads its bytes at AVX-512
+/// (`avx512::finish_yuv_bytes`), whose blocks ask for a few lines each: asked in the vertical
+/// pass alone, all of a row's lines were requested while it ran, a third of the row's time, and
+/// memory was left idle through the horizontal pass and the finish. Engine, 1080p YUY2 → 640
+/// uint8 `bilinear-antialias`, Zen 5, one binary, three rounds (none, one, two, all three rows;
+/// the finish's asks by T2): 8 rotating frames 0.237–0.244 / 0.213–0.216 / 0.203–0.210 /
+/// 0.198–0.215 ms, 32 frames 0.261–0.291 / 0.237–0.268 / 0.235–0.258 / 0.268–0.271, hot
+/// 0.166–0.168 / 0.161–0.168 / 0.161–0.163 / 0.157–0.160. Two builds, four fresh copies each
+/// alternated (by T1): 8 frames 0.192–0.218 → 0.176–0.194, 32 frames 0.245–0.258 →
+/// 0.201–0.230, float32 on 8 frames 0.238–0.251 → 0.214–0.222, 900p level. (At AVX2 level or
+/// slower: its pass asks for them all.)
+pub(super) const FINISH_ASKED_ROWS: usize = 2;
+
+/// The lines PIL's vertical pass blended down first asks for at output row `cy` (of the rows
+/// output row `cy + DOWN_AHEAD` reads, the last `asked`; `ahead` bytes on from this row's, 0
+/// where there is no such row) shared with a finish that asks too (`finish`): the byte span of
+/// the first `FINISH_ASKED_ROWS` of them, left to the finish, and the pass's own `asked` and
+/// `ahead` (0 where it asks for none).
+pub(super) fn down_asks(
+    rows: &Taps,
+    cy: usize,
+    stride: usize,
+    asked: usize,
+    ahead: usize,
+    finish: bool,
+) -> (std::ops::Range<usize>, usize, usize) {
+    let left = if finish && ahead != 0 { FINISH_ASKED_ROWS.min(asked) } else { 0 };
+    if left == 0 {
+        return (0..0, asked, ahead);
+    }
+    // (`ahead` is not 0: output row `cy + DOWN_AHEAD` is there.)
+    let from = (rows.first[cy + DOWN_AHEAD] as usize + rows.taps - asked) * stride;
+    match asked - left {
+        0 => (from..from + left * stride, asked, 0),
+        rest => (from..from + left * stride, rest, ahead),
+    }
+}
+
 /// `ahead_bytes` for the source rows of output row `cy + by`.
 pub(super) fn ahead_bytes_by(rows: &Taps, cy: usize, by: usize, stride: usize, len: usize) -> usize {
     match (rows.first.get(cy), rows.first.get(cy + by)) {
