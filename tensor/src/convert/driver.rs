@@ -329,8 +329,9 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                         avx512::down_bytes(rows, k, whole, out, ahead, asked)
                     };
                     let widen = |bytes: &[u8], out: &mut [f32]| unsafe { avx512::widen(bytes, out) };
+                    let asks = hint::finish_asks();
                     let (groups, asks) =
-                        down_first_asking(c, m, src, cy, s, takes, horiz, down, widen, yuv_bytes, true);
+                        down_first_asking(c, m, src, cy, s, takes, horiz, down, widen, yuv_bytes, asks);
                     (skip, row_yuv_bytes, finish_asks) = (skip | groups, yuv_bytes, asks);
                 } else if bytes_out {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, true, horiz, vertical_bytes!(avx512, u8));

@@ -214,6 +214,15 @@ pub(super) fn blocks_paired() -> bool {
     *PAIRED.get_or_init(|| chosen_or("EDGEFIRST_CONVERT_PAIR", || !zen5()))
 }
 
+/// Whether AVX-512's finish of PIL's bytes blended down first asks for some of a later row's
+/// lines (`multitap::FINISH_ASKED_ROWS`): on every core, measured on Zen 5 alone.
+/// `EDGEFIRST_CONVERT_FINISH_ASKS=0` or `1` chooses on any CPU.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(super) fn finish_asks() -> bool {
+    static ASKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ASKS.get_or_init(|| chosen_or("EDGEFIRST_CONVERT_FINISH_ASKS", || true))
+}
+
 /// `0` or `1` in environment variable `var`, else `otherwise()` (the CPU's own choice).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn chosen_or(var: &str, otherwise: impl FnOnce() -> bool) -> bool {
@@ -438,7 +447,7 @@ mod tests {
     /// The vendor and family the hints go by are the ones the kernel reports for every CPU
     /// (Linux's /proc/cpuinfo `vendor_id` and `cpu family`), and each hint follows them (T0 and
     /// NTA on Zen 5 alone, the narrow rows' asks on AMD before Zen 5, the paired blocks off Zen
-    /// 5) unless its variable chooses.
+    /// 5, the finish's asks everywhere) unless its variable chooses.
     #[test]
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     fn hints_follow_the_vendor_and_family() {
@@ -465,6 +474,7 @@ mod tests {
             ("EDGEFIRST_CONVERT_NEAR", super::whole_near(), zen5),
             ("EDGEFIRST_CONVERT_ROW_ASKS", super::narrow_rows_asked(), amd && !zen5),
             ("EDGEFIRST_CONVERT_PAIR", super::blocks_paired(), !zen5),
+            ("EDGEFIRST_CONVERT_FINISH_ASKS", super::finish_asks(), true),
         ] {
             let chosen = std::env::var(var).ok();
             let want = match chosen.as_deref() {
