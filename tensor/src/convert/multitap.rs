@@ -267,8 +267,12 @@ pub(super) fn pil8_down_first(
             // 0.429–0.477 against 0.441–0.504, 8 frames 0.337–0.362 against 0.349–0.365, 900p
             // level; AVX2 32 frames 0.476–0.513 against 0.513–0.540).
             let new = rows.first.get(cy + 1).map_or(kv, |&f| (f as usize - first).min(kv));
-            let (finish, asked, ahead) = down_asks(rows, cy, stride, new.max(1), ahead, finish_asks);
-            later = Trickle::over(bytes, finish);
+            // (The finish takes one plane's rows: the first's; the others ask for all of theirs.)
+            let leave = finish_asks && later.is_empty();
+            let (finish, asked, ahead) = down_asks(rows, cy, stride, new.max(1), ahead, leave);
+            if !finish.is_empty() {
+                later = Trickle::over(bytes, finish);
+            }
             // (A tied row, `WholeRow::n`, by the sums here.)
             let done = match m.whole_row(axis, cy).and_then(WholeRow::untied) {
                 Some(WholeRow { k, d, div, .. }) if kv <= VTAPS => {
