@@ -505,7 +505,7 @@ mod tests {
     }
 
     /// The parts of a span cover each of its lines once, and pacing asks for all of them in the
-    /// steps given.
+    /// steps given, by either hint.
     #[test]
     fn trickle_parts_cover_the_span_once() {
         let bytes = vec![0u8; 64 * 100 + 17];
@@ -526,12 +526,15 @@ mod tests {
                 next = p.at.wrapping_add(64 * p.left());
                 total += p.left();
                 for steps in [1, 3, 7, 160] {
-                    let mut q = p;
+                    // By T2 (`ask`) and by T1 (`ask_l2`, the finish's).
+                    let (mut q, mut l2) = (p, p);
                     let per = q.pace(steps);
                     for _ in 0..steps {
                         q.ask(per);
+                        l2.ask_l2(per);
                     }
-                    assert_eq!(q.left(), 0, "{steps} steps of {per} ask for part {i}");
+                    assert_eq!((q.left(), l2.left()), (0, 0), "{steps} steps of {per} ask for part {i}");
+                    assert_eq!(l2.at, q.at, "both asked for the same lines");
                 }
             }
             assert_eq!(total, want);
