@@ -50,7 +50,7 @@ use taps::neon_pil8;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use taps::RingPlan;
 #[cfg(target_arch = "x86_64")]
-use taps::{avx2_pil8, down_first_asking, pack_rows, split_packs, split_rows};
+use taps::{avx2_pil8, pack_rows, split_packs, split_rows};
 use taps::{down_first_row, multitap_horizontal, multitap_vertical, no_down};
 
 /// The widest level this CPU has.
@@ -331,7 +331,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     let widen = |bytes: &[u8], out: &mut [f32]| unsafe { avx512::widen(bytes, out) };
                     let asks = hint::finish_asks();
                     let (groups, asks) =
-                        down_first_asking(c, m, src, cy, s, takes, horiz, down, widen, yuv_bytes, asks);
+                        down_first_row(c, m, src, cy, s, takes, horiz, down, widen, yuv_bytes, asks);
                     (skip, row_yuv_bytes, finish_asks) = (skip | groups, yuv_bytes, asks);
                 } else if bytes_out {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, true, horiz, vertical_bytes!(avx512, u8));
@@ -358,7 +358,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                         avx2::down_bytes(rows, k, whole, out, ahead, asked)
                     };
                     // (Its finish not asking: `multitap::FINISH_ASKED_ROWS`.)
-                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, multitap::widen, yuv_bytes);
+                    let widen = multitap::widen;
+                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, widen, yuv_bytes, false).0;
                     row_yuv_bytes = yuv_bytes;
                 } else if bytes_out {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vertical_bytes!(avx2, u8));
@@ -381,7 +382,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     let down = |rows: &[*const u8], k: &[i16], whole, out: &mut [u8], _, _| unsafe {
                         neon::down_bytes(rows, k, whole, out)
                     };
-                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, multitap::widen, yuv_bytes);
+                    let widen = multitap::widen;
+                    skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, widen, yuv_bytes, false).0;
                     row_yuv_bytes = yuv_bytes;
                 } else if bytes_out {
                     skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vertical_bytes!(neon, u8));
@@ -403,7 +405,9 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     no_down,
                     multitap::widen,
                     false,
-                );
+                    false,
+                )
+                .0;
             }
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
             if quads_bytes && boxes::quads_bytes_row(c, m, src, cy, s) {

@@ -410,12 +410,7 @@ impl Trickle {
     /// The next `n` lines (fewer where fewer are left).
     #[inline(always)]
     pub(super) fn ask(&mut self, n: u32) {
-        let n = n.min(self.lines);
-        for _ in 0..n {
-            ask::<T2>(self.at);
-            self.at = self.at.wrapping_add(64);
-        }
-        self.lines -= n;
+        self.ask_by::<T2>(n);
     }
 
     /// `ask` by T1: a finish's blocks (`avx512::finish_yuv_bytes`) asking for a later row's
@@ -425,9 +420,15 @@ impl Trickle {
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     #[inline(always)]
     pub(super) fn ask_l2(&mut self, n: u32) {
+        self.ask_by::<T1>(n);
+    }
+
+    /// The next `n` lines by hint `H`.
+    #[inline(always)]
+    fn ask_by<const H: i32>(&mut self, n: u32) {
         let n = n.min(self.lines);
         for _ in 0..n {
-            ask::<T1>(self.at);
+            ask::<H>(self.at);
             self.at = self.at.wrapping_add(64);
         }
         self.lines -= n;

@@ -630,31 +630,14 @@ pub(super) fn byte_ring_row<T: multitap::Sample>(
 /// `horiz` for the groups it `takes` (as `byte_ring_row`'s; the f32 ring's blocks take the
 /// others), `vert` (0 where it has no kernel) and `widen` (`multitap::widen` where it has none);
 /// with `bytes`, the components' bytes left in `Scratch::comp_bytes` for a finish that reads them
-/// (`yuv_bytes`), nothing widened. Returns the groups done.
+/// (`yuv_bytes`), nothing widened, and with `asks` too, some of the lines the vertical pass would
+/// ask for left to that finish (`multitap::FINISH_ASKED_ROWS`). Returns the groups done and the
+/// lines left to the finish.
 /// (Inlined into the row driver's level function: called across modules, the call cost 1080p YUY2
 /// `bilinear-antialias` 8 % at AVX-512, 0.374–0.390 → 0.412–0.422 ms on 8 frames.)
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn down_first_row(
-    c: &Converter,
-    m: &MultiTap,
-    src: &SrcImage<'_>,
-    cy: usize,
-    s: &mut Scratch,
-    takes: impl Fn(usize) -> bool,
-    horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize, &mut [u8]) -> usize,
-    vert: impl FnMut(&[*const u8], &[i16], (u8, (u16, u16)), &mut [u8], usize, usize) -> usize,
-    widen: impl Fn(&[u8], &mut [f32]),
-    bytes: bool,
-) -> u32 {
-    down_first_asking(c, m, src, cy, s, takes, horiz, vert, widen, bytes, false).0
-}
-
-/// `down_first_row`, where the finish of the bytes asks for some of the lines the vertical pass
-/// would (`asks` and `bytes`: `multitap::FINISH_ASKED_ROWS`); returns those lines too.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub(super) fn down_first_asking(
     c: &Converter,
     m: &MultiTap,
     src: &SrcImage<'_>,
