@@ -441,6 +441,8 @@ unsafe fn finish_rows_of<
     let esz = if OUT == FLOAT { 4 } else { 1 };
     let row = unsafe { dst.0.add(y * f.row_stride + f.x0 * if f.chw { esz } else { channels(CS) * esz }) };
     let mut x = 0;
+    // The lines the blocks after the first ask for (`First::None`'s).
+    let mut asks = Trickle::NONE;
     match first {
         First::Luma(luma) if FIRST == FIRST_LUMA => {
             assert!(16 * luma.count <= n, "the luma's blocks end within the finished columns");
@@ -500,13 +502,9 @@ unsafe fn finish_rows_of<
             }
             x = 16 * px.count;
         }
-        First::None(_) if FIRST == FIRST_NONE => {}
+        First::None(trickle) if FIRST == FIRST_NONE => asks = trickle,
         _ => unreachable!("a finish's first blocks of the kind its instance takes"),
     }
-    let mut asks = match first {
-        First::None(asks) => asks,
-        _ => Trickle::NONE,
-    };
     let per = asks.pace((n - x) / 16);
     while x + 16 <= n {
         if per != 0 {
