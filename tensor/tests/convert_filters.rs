@@ -265,7 +265,7 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
         (500, 250, 200, 100, FitMode::Stretch),
         (480, 270, 200, 200, FitMode::Letterbox),
     ];
-    let (mut interleaved, mut boxes, mut at_avx2) = (0, 0, 0);
+    let (mut interleaved, mut boxes, mut at_avx2, mut side_by_side) = (0, 0, 0, 0);
     // Per level (`levels`' order): the pixels that went straight to the output.
     let mut at_level = vec![0u64; levels.len()];
     // Per level: the pixels of an exact box among them.
@@ -312,6 +312,24 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
                         let vector = neon || matches!(level, Simd::Avx2 | Simd::Avx512);
                         assert!(made == 0 || (vector && plain), "{what}: interleaved {made}");
                         interleaved += made;
+                        // One row of the components side by side: PIL's filters over four-byte
+                        // pixels into interleaved pixels, at AVX-512 alone.
+                        let side = counts.side_by_side;
+                        let pixels = matches!(
+                            format,
+                            PixelFormat::Rgba | PixelFormat::Bgra | PixelFormat::Rgbx | PixelFormat::Bgrx
+                        );
+                        assert!(
+                            side == 0
+                                || (level == Simd::Avx512
+                                    && plain
+                                    && !chw
+                                    && pixels
+                                    && interpolation != Interpolation::Area),
+                            "{what}: side by side {side}"
+                        );
+                        assert!(side <= made, "{what}: side by side {side} of {made}");
+                        side_by_side += side;
                         if level == Simd::Avx2 {
                             at_avx2 += made;
                             assert!(
@@ -345,6 +363,7 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
     }
     if levels.contains(&Simd::Avx512) {
         assert!(interleaved > boxes + at_avx2, "no row went from PIL's bytes to the output at AVX-512");
+        assert!(side_by_side > 0, "no row went from one row of the components side by side");
         // The byte quads need VNNI.
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx512vnni") && std::env::var_os("EDGEFIRST_CONVERT_VNNI").is_none()

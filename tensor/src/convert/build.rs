@@ -243,6 +243,12 @@ pub(super) fn band_scratch(
                         }))
     });
     let byte_slots = ring_slots.map(|n| if whole { n } else { 0 });
+    // A group whose members may lie side by side in its first member's rows
+    // (`driver::taps::side_by_side`): that member's ring rows and component row three times as long.
+    let wide = |k: usize| match multi.as_ref().map(|m| m.groups.as_slice()) {
+        Some([g]) if g.whole10i.is_some() && g.members[0] == k => 3,
+        _ => 1,
+    };
     (0..bands)
         .map(|_| {
             Mutex::new(Scratch {
@@ -252,7 +258,7 @@ pub(super) fn band_scratch(
                 comps: std::array::from_fn(|_| Lines::zeroed(width)),
                 chans: std::array::from_fn(|_| Lines::zeroed(width)),
                 bytes: std::array::from_fn(|_| Lines::zeroed(width)),
-                comp_bytes: std::array::from_fn(|_| Lines::zeroed(width)),
+                comp_bytes: std::array::from_fn(|k| Lines::zeroed(wide(k) * width)),
                 ring: multitap::Ring {
                     rows: std::array::from_fn(|k| Lines::zeroed(ring_slots[k] * width)),
                     tags: std::array::from_fn(|k| vec![usize::MAX; ring_slots[k]]),
@@ -281,7 +287,7 @@ pub(super) fn band_scratch(
                         }
                         _ => Lines::default(),
                     },
-                    bytes: std::array::from_fn(|k| Lines::zeroed(byte_slots[k] * width)),
+                    bytes: std::array::from_fn(|k| Lines::zeroed(wide(k) * byte_slots[k] * width)),
                     btags: std::array::from_fn(|k| vec![usize::MAX; byte_slots[k]]),
                     down: std::array::from_fn(|p| match &multi {
                         Some(m) if m.down_first => Lines::zeroed(m.row_len[p]),

@@ -4,7 +4,7 @@
 //! that knows the levels: they share only the plan (`plan`) and the finish values (`finish`).
 //! The bilinear rows' source lines (read straight, asked for ahead) are in `ahead.rs`, the
 //! padding's blocks in `fill.rs`, the multi-tap filters' per-level plans and rows in
-//! `taps.rs`.
+//! `taps.rs`, the sampling's helpers in `sample.rs`.
 
 // The plane loops index several parallel arrays at once; iterating one of them would only hide
 // the others.
@@ -20,13 +20,9 @@ use super::finish::YUV;
 use super::finish::{SendPtr, RGB};
 #[cfg(target_arch = "x86_64")]
 use super::hint;
-#[cfg(target_arch = "x86_64")]
-use super::lines::Lines;
 use super::multitap::{self, VTaps};
 #[cfg(target_arch = "aarch64")]
 use super::neon;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-use super::plan::Group;
 #[cfg(target_arch = "x86_64")]
 use super::plan::{SampleRow, Shuffle};
 use super::{Converter, Scratch, Simd, SrcImage};
@@ -36,6 +32,7 @@ mod ahead;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod boxes;
 mod fill;
+mod sample;
 mod taps;
 use ahead::{direct_rows, prefetch_multi_pages, prefetch_row_pages, Ahead, DirectRows, ROW_PAGES_AHEAD};
 #[cfg(target_arch = "aarch64")]
@@ -43,6 +40,11 @@ use boxes::rows_first_w8;
 #[cfg(target_arch = "x86_64")]
 use boxes::{rows_first_avx2, rows_first_avx512, Across, RowsFirst};
 use fill::padding;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use sample::group_weights;
+use sample::horizontal;
+#[cfg(target_arch = "x86_64")]
+use sample::{pair, pick2};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use taps::byte_ring_row;
 #[cfg(target_arch = "aarch64")]
@@ -103,16 +105,6 @@ unsafe fn rows_avx2(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scrat
     rows_generic(c, src, band, s)
 }
 
-/// A group's column weights (`f32` and as `plan::weight_pairs`) and whether its taps are on
-/// samples: the luma's or the chroma's.
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn group_weights<'a>(c: &'a Converter, g: &Group) -> (&'a [f32], &'a [u32], bool) {
-    match g.chroma {
-        true => (&c.weights_chroma, &c.wq_chroma, c.chroma_on_samples),
-        false => (&c.weights_luma, &c.wq_luma, c.luma_on_samples),
-    }
-}
-
 /// Level `$level`'s PIL vertical pass over the byte ring as `byte_ring_row`'s closure, into rows
 /// of `$t` (the components' floats, or the output's bytes: `multitap::Sample`). A macro: a
 /// closure cannot be generic over the row type, and the levels' passes are `unsafe fn`s whose
@@ -125,28 +117,6 @@ macro_rules! vertical_bytes {
          out: &mut [$t],
          ahead| unsafe { $level::vertical_bytes(rows, wi, whole, out, ahead) }
     };
-}
-
-/// Both groups of a two-group source (NV12's or YUY2's luma and chroma) at AVX-512, their
-/// blocks side by side (`avx512::sample_pair`), where both read the frame straight (`direct`)
-/// through `Permute` plans that fit, on the cores where that paid (`hint::blocks_paired`);
-/// returns the values sampled, `None` (nothing done) otherwise (why AVX-512 only:
-/// `avx512::sample_pair`).
-#[cfg(target_arch = "x86_64")]
-fn pair(c: &Converter, direct: &[Option<DirectRows<'_>>; 3], out: &mut [Lines<f32>; 4]) -> Option<u64> {
-    let [a, b] = c.groups.as_slice() else { return None };
-    let (a, b) = if a.members.len() == 1 { (a, b) } else { (b, a) };
-    let (da, db) = (direct[a.plane]?, direct[b.plane]?);
-    let db = if b.plane == a.plane { db.asked_already() } else { db };
-    let (pa, pb) = (a.permute.as_ref()?, b.permute.as_ref()?);
-    let fits = |reach: usize, d: &DirectRows<'_>| reach <= d.r0.len().min(d.r1.len());
-    if !c.avx512() || !hint::blocks_paired() || !fits(pa.reach, &da) || !fits(pb.reach, &db) {
-        return None;
-    }
-    let ((wxa, wqa, sa), (wxb, wqb, sb)) = (group_weights(c, a), group_weights(c, b));
-    let (na, nb) =
-        unsafe { avx512::sample_pair(da.row(a, pa, wqa, sa), wxa, db.row(b, pb, wqb, sb), wxb, out)? };
-    Some((na + 2 * nb) as u64)
 }
 
 #[inline(always)]
@@ -197,6 +167,9 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         true => taps::pil_bytes(c, m, ring, |g| avx512_plan(g).is_some()),
         false => avx2_ring.as_ref().is_some_and(|r| taps::pil_bytes(c, m, ring, |g| r.takes & (1 << g) != 0)),
     });
+    // Those bytes side by side in one ring row that is the output's (one group of four-byte pixels).
+    #[cfg(target_arch = "x86_64")]
+    let side = c.multi.as_ref().and_then(|m| taps::side_by_side(c, m, bytes_out));
     // YUY2's PIL rows, blended down first, left as bytes for the finish to widen as it loads them.
     #[cfg(target_arch = "x86_64")]
     let yuv_bytes = c.multi.as_ref().is_some_and(|m| match c.avx512() {
@@ -300,7 +273,11 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                 let mut packed_at = [std::ptr::null::<u8>(); multitap::ROWS_AT_ONCE];
                 let horiz =
                     |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize, packed: &mut [u8]| {
-                        let Some((plan, rest, compact)) = avx512_plan(g) else { return 0 };
+                        let planned = match side {
+                            Some((whole, _)) => m.groups[g].b16.as_ref().map(|rest| (whole, rest, None)),
+                            None => avx512_plan(g),
+                        };
+                        let Some((plan, rest, compact)) = planned else { return 0 };
                         let mut rows = rows;
                         let packed_rows;
                         if let Some(p) = compact {
@@ -334,9 +311,22 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                         down_first_row(c, m, src, cy, s, takes, horiz, down, widen, yuv_bytes, asks);
                     (skip, row_yuv_bytes, finish_asks) = (skip | groups, yuv_bytes, asks);
                 } else if bytes_out {
-                    skip |= byte_ring_row(c, m, src, cy, s, takes, true, horiz, vertical_bytes!(avx512, u8));
+                    let wide = u32::from(side.is_some());
+                    skip |= byte_ring_row(
+                        c,
+                        m,
+                        src,
+                        cy,
+                        s,
+                        takes,
+                        true,
+                        wide,
+                        horiz,
+                        vertical_bytes!(avx512, u8),
+                    );
                 } else {
-                    skip |= byte_ring_row(c, m, src, cy, s, takes, true, horiz, vertical_bytes!(avx512, f32));
+                    skip |=
+                        byte_ring_row(c, m, src, cy, s, takes, true, 0, horiz, vertical_bytes!(avx512, f32));
                 }
             }
             // PIL's filters at AVX2: a ring of bytes too, for every group the level's blocks take
@@ -362,9 +352,11 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, widen, yuv_bytes, false).0;
                     row_yuv_bytes = yuv_bytes;
                 } else if bytes_out {
-                    skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vertical_bytes!(avx2, u8));
+                    skip |=
+                        byte_ring_row(c, m, src, cy, s, takes, false, 0, horiz, vertical_bytes!(avx2, u8));
                 } else {
-                    skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vertical_bytes!(avx2, f32));
+                    skip |=
+                        byte_ring_row(c, m, src, cy, s, takes, false, 0, horiz, vertical_bytes!(avx2, f32));
                 }
             }
             // PIL's filters at NEON: the byte ring for the groups with tap-by-tap blocks
@@ -386,9 +378,11 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                     skip |= down_first_row(c, m, src, cy, s, takes, horiz, down, widen, yuv_bytes, false).0;
                     row_yuv_bytes = yuv_bytes;
                 } else if bytes_out {
-                    skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vertical_bytes!(neon, u8));
+                    skip |=
+                        byte_ring_row(c, m, src, cy, s, takes, false, 0, horiz, vertical_bytes!(neon, u8));
                 } else {
-                    skip |= byte_ring_row(c, m, src, cy, s, takes, false, horiz, vertical_bytes!(neon, f32));
+                    skip |=
+                        byte_ring_row(c, m, src, cy, s, takes, false, 0, horiz, vertical_bytes!(neon, f32));
                 }
             }
             // Blended down first where no level above took the row (the baseline): every byte by
@@ -697,9 +691,15 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         let mut done = 0;
         #[cfg(target_arch = "x86_64")]
         if row_bytes {
-            done = match c.avx512() {
-                true => unsafe { avx512::finish_bytes(&c.finish, &s.comp_bytes, dst, y) },
-                false => unsafe { avx2::finish_bytes(&c.finish, &s.comp_bytes, dst, y) },
+            done = match (c.avx512(), side) {
+                (true, Some((_, pick))) => {
+                    let k = c.multi.as_ref().map_or(0, |m| m.groups[0].members[0]);
+                    let n = unsafe { avx512::finish_side_by_side(&c.finish, &s.comp_bytes[k], pick, dst, y) };
+                    s.counts.side_by_side += n as u64;
+                    n
+                }
+                (true, None) => unsafe { avx512::finish_bytes(&c.finish, &s.comp_bytes, dst, y) },
+                (false, _) => unsafe { avx2::finish_bytes(&c.finish, &s.comp_bytes, dst, y) },
             };
             s.counts.interleaved += done as u64;
         } else if row_yuv_bytes {
@@ -750,29 +750,4 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         pad(y, 1, 0, rect.x);
         pad(y, 1, rect.x + rect.width, c.dst.width - rect.x - rect.width);
     }
-}
-
-/// `out[x] = row[i0[x]] + w[x] * (row[i1[x]] - row[i0[x]])`: by AVX2 gathers where the level has
-/// them, the rest by the baseline loop.
-#[inline(always)]
-fn horizontal(avx2: bool, row: &[f32], i0: &[u32], i1: &[u32], w: &[f32], single: bool, out: &mut [f32]) {
-    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
-    let mut x = 0;
-    #[cfg(target_arch = "x86_64")]
-    if avx2 {
-        let n = out.len().min(i0.len()).min(i1.len()).min(w.len());
-        // Eight gathered pairs at a time: scalar loads were most of a frame's time.
-        x = unsafe { avx2::horizontal(row, &i0[..n], &i1[..n], &w[..n], single, &mut out[..n]) };
-    }
-    let _ = (avx2, single);
-    baseline::horizontal(x, row, i0, i1, w, out);
-}
-
-/// Two distinct rows of `rows`, mutably: `[.., a, b]` are rows `ka` and `kb`.
-#[cfg(target_arch = "x86_64")]
-fn pick2(rows: &mut [Lines<f32>; 4], ka: usize, kb: usize) -> [&mut Lines<f32>; 2] {
-    assert_ne!(ka, kb);
-    let [r0, r1, r2, r3] = rows;
-    let mut all = [Some(r0), Some(r1), Some(r2), Some(r3)];
-    [all[ka].take().unwrap(), all[kb].take().unwrap()]
 }

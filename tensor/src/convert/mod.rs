@@ -223,6 +223,9 @@ pub struct KernelCounts {
     /// from the vertical pass to the output as they are, interleaved (also counted in
     /// `finished`).
     pub interleaved: u64,
+    /// Of those, the pixels whose three bytes came from one row of the components side by side
+    /// (four-byte pixels into interleaved RGB or BGR at AVX-512: `plan::Whole::ten_interleaved`).
+    pub side_by_side: u64,
     /// PIL's filters blended down first (YUY2, UYVY): content pixels the fused finish coloured
     /// from the horizontal pass's bytes, widening them as it loaded them (also counted in
     /// `finished`).
@@ -547,6 +550,7 @@ impl Converter {
                 finished: sum.finished + c.finished,
                 rows_first: sum.rows_first + c.rows_first,
                 interleaved: sum.interleaved + c.interleaved,
+                side_by_side: sum.side_by_side + c.side_by_side,
                 from_bytes: sum.from_bytes + c.from_bytes,
             }
         })

@@ -90,6 +90,7 @@ pub(super) fn pil8_row<T: Sample>(
     out: &mut [Lines<T>; 4],
     takes: impl Fn(usize) -> bool,
     pixels_ask: bool,
+    side_by_side: u32,
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize) -> usize,
     mut vert: impl FnMut(&[*const u8], &[i32], Option<WholeRow<'_>>, &mut [T], Trickle) -> usize,
 ) -> (u32, u64) {
@@ -100,6 +101,13 @@ pub(super) fn pil8_row<T: Sample>(
         let axis = usize::from(lead.chroma);
         let (cols, rows) = (&m.cols[axis], &m.rows[axis]);
         let (kv, n) = (rows.taps, cols.first.len());
+        // The group's three members side by side in its first member's rows (`side_by_side`:
+        // `horiz` makes every output), blended down as one row three times as long.
+        let wide = side_by_side & (1 << gi) != 0;
+        if wide {
+            let k = g.members[0];
+            assert!(g.members.len() >= 3 && ring[k].len() >= ring_slots(kv) * 3 * n && out[k].len() >= 3 * n);
+        }
         let first = rows.first[cy] as usize;
         let (bytes, stride) = planes[lead.plane];
         let len = m.row_len[lead.plane];
@@ -128,11 +136,19 @@ pub(super) fn pil8_row<T: Sample>(
                 let at_slot = slot(row, kv);
                 for (t, &k) in targets[i].iter_mut().zip(&g.members) {
                     tags[k][at_slot] = row;
-                    *t = ring[k][at_slot * n..][..n].as_mut_ptr();
+                    *t = match wide {
+                        false => ring[k][at_slot * n..][..n].as_mut_ptr(),
+                        true if k == g.members[0] => ring[k][at_slot * 3 * n..][..3 * n].as_mut_ptr(),
+                        true => std::ptr::null_mut(),
+                    };
                 }
             }
             let done = horiz(gi, &src[..count], &targets[..count], ahead).min(n);
             made += (done * g.members.len() * count) as u64;
+            if wide {
+                assert_eq!(done, n, "the blocks make a side-by-side row's every output");
+                continue;
+            }
             for (&row, src) in batch[..count].iter().zip(src) {
                 let at_slot = slot(row, kv);
                 for &k in &g.members {
@@ -143,7 +159,9 @@ pub(super) fn pil8_row<T: Sample>(
         let asked = if asks { 0..0 } else { ahead_rows(rows, cy, stride) };
         let ahead = Trickle::over(bytes, asked).part(g.part);
         let blended = g.members.iter().filter(|&&k| m.blended[k]).count() as u32;
-        for (i, &k) in g.members.iter().filter(|&&k| m.blended[k]).enumerate() {
+        let (blended, n) = if wide { (1, 3 * n) } else { (blended, n) };
+        let members = g.members.iter().filter(|&&k| m.blended[k]).take(blended as usize);
+        for (i, &k) in members.enumerate() {
             let ring = &ring[k];
             let mut at = [std::ptr::null(); VTAPS];
             for (j, at) in at.iter_mut().enumerate().take(kv) {

@@ -254,6 +254,7 @@ pub fn convert_at(
         finished: after.finished - before.finished,
         rows_first: after.rows_first - before.rows_first,
         interleaved: after.interleaved - before.interleaved,
+        side_by_side: after.side_by_side - before.side_by_side,
         from_bytes: after.from_bytes - before.from_bytes,
     };
     (out, made)

@@ -67,6 +67,50 @@ pub(in crate::convert) unsafe fn finish_bytes(
     unsafe { finish_bytes_by(f, comps, dst, y, steps) }
 }
 
+/// Row `y`'s content columns from one row of the components' bytes side by side, three a pixel
+/// (`plan::Whole::ten_interleaved`'s rows blended down), where the output's channel `i` is byte
+/// `pick[i]` of each pixel: 21 pixels a step by one `vpermb` (a copy, for RGB in the members'
+/// order). Returns the columns it wrote (all of them).
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW/VBMI; `dst` holds the converter's layout (pixels interleaved), whose
+/// row `y` the caller owns.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+pub(in crate::convert) unsafe fn finish_side_by_side(
+    f: &FinishValues,
+    row: &[u8],
+    pick: [usize; 3],
+    dst: SendPtr,
+    y: usize,
+) -> usize {
+    assert!(!f.chw && pick.iter().all(|&p| p < 3), "pixels interleaved, three bytes each");
+    let n = f.width.min(row.len() / 3);
+    let bytes = 3 * n;
+    let table: [u8; 64] = std::array::from_fn(|j| match j < 63 {
+        true => (3 * (j / 3) + pick[j % 3]) as u8,
+        false => 63,
+    });
+    unsafe {
+        let out = dst.0.add(y * f.row_stride + 3 * f.x0);
+        let t = _mm512_loadu_si512(table.as_ptr() as *const _);
+        let flips = _mm512_set1_epi8(if f.signed { 0x80u8 as i8 } else { 0 });
+        let mut x = 0;
+        // 64 bytes loaded, the first 63 (21 pixels) stored.
+        while x + 64 <= bytes {
+            let v = _mm512_loadu_si512(row.as_ptr().add(x) as *const _);
+            let o = _mm512_xor_si512(_mm512_permutexvar_epi8(t, v), flips);
+            _mm512_mask_storeu_epi8(out.add(x) as *mut i8, (1u64 << 63) - 1, o);
+            x += 63;
+        }
+        // The last pixels (fewer than 64 bytes: whole pixels, as `x` and `bytes` are).
+        let last: __mmask64 = (1u64 << (bytes - x)) - 1;
+        let v = _mm512_maskz_loadu_epi8(last, row.as_ptr().add(x) as *const i8);
+        let o = _mm512_xor_si512(_mm512_permutexvar_epi8(t, v), flips);
+        _mm512_mask_storeu_epi8(out.add(x) as *mut i8, last, o);
+    }
+    n
+}
+
 #[cfg(test)]
 mod tests {
     /// The interleave's indices put byte `3p + c` of a run at channel `c`'s pixel `p`.

@@ -21,7 +21,7 @@ mod sample;
 mod taps;
 mod vertical;
 pub(super) use boxes::{box_blocks, box_even, box_sums, box_sums_split, pack_words};
-pub(super) use finish_bytes::finish_bytes;
+pub(super) use finish_bytes::{finish_bytes, finish_side_by_side};
 pub(super) use quads::{box_quads, vnni};
 pub(super) use sample::{sample, sample_pair, ChromaBlocks, LumaBlocks, PixelBlocks};
 use sample::{CHROMA_ONE, CHROMA_SINGLE, CHROMA_TWO, HALVES, NARROW, SPLIT};

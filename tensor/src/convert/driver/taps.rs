@@ -54,6 +54,31 @@ pub(super) fn yuv_bytes(c: &Converter, m: &MultiTap, ring: bool, planned: impl F
         && m.blended[..3].iter().all(|&b| b)
 }
 
+/// Where PIL's filters go straight into an 8-bit RGB or BGR output's pixels (`pil_bytes`) from
+/// one group of four-byte pixels at AVX-512: its ten-output blocks with the members side by side
+/// (`plan::Whole::ten_interleaved`) and, per output channel, the byte of a pixel of the ring's
+/// row that is that channel's (`avx512::finish_side_by_side`). The ring's rows and the
+/// components' first row are three content rows long for it (`build::band_scratch`).
+#[cfg(target_arch = "x86_64")]
+pub(super) fn side_by_side<'m>(
+    c: &Converter,
+    m: &'m MultiTap,
+    bytes_out: bool,
+) -> Option<(&'m Whole, [usize; 3])> {
+    let [g] = m.groups.as_slice() else { return None };
+    let plan = g.whole10i.as_ref()?;
+    let len = m.row_len[c.comps[g.members[0]].plane];
+    // (The plan the level takes otherwise is the ten-output one: no output blends alpha.)
+    let ten = whole_avx512(m, g).is_some_and(|w| w.ten);
+    let order = super::super::finish::order(c.finish.cs);
+    let pick: Option<Vec<usize>> =
+        order.iter().take(3).map(|&k| g.members.iter().take(3).position(|&j| j == k)).collect();
+    match (bytes_out && c.avx512() && !c.finish.chw && ten && plan.reach <= len && g.b16.is_some(), pick) {
+        (true, Some(p)) => Some((plan, [p[0], p[1], p[2]])),
+        _ => None,
+    }
+}
+
 /// PIL's byte ring at AVX-512 for group `gi`: its whole-weight plan and the 2^-22 one for its
 /// other blocks, over the rows as they are or packed (`plan::Compact`, returned).
 #[cfg(target_arch = "x86_64")]
@@ -604,6 +629,7 @@ pub(super) fn byte_ring_row<T: multitap::Sample>(
     s: &mut Scratch,
     takes: impl Fn(usize) -> bool,
     pixels_ask: bool,
+    side_by_side: u32,
     mut horiz: impl FnMut(usize, &[&[u8]], &[[*mut u8; 4]], usize, &mut [u8]) -> usize,
     vert: impl FnMut(&[*const u8], &[i32], Option<WholeRow<'_>>, &mut [T], Trickle) -> usize,
 ) -> u32 {
@@ -619,6 +645,7 @@ pub(super) fn byte_ring_row<T: multitap::Sample>(
         T::rows(&mut s.comps, &mut s.comp_bytes),
         takes,
         pixels_ask,
+        side_by_side,
         lent,
         vert,
     );

@@ -70,6 +70,10 @@ pub(in crate::convert) struct TapGroup {
     /// ... and in ten-output lanes, for four-byte pixels whose fourth channel no output blends.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) whole10: Option<super::Whole>,
+    /// ... and with the members interleaved pixel by pixel (`Whole::ten_interleaved`), for the
+    /// 8-bit RGB outputs whose row the ring's row becomes.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(in crate::convert) whole10i: Option<super::Whole>,
     /// ... and 16-lane blocks for the AVX2 level's byte ring (`plan::Whole8`), `b8` for the rest.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(in crate::convert) whole8: Option<super::Whole8>,
@@ -274,12 +278,13 @@ pub(in crate::convert) fn tap_groups(
         let covered = |w: &super::Whole| {
             w.rest.iter().all(|&b| b16.as_ref().is_some_and(|p| (b as usize) < p.targets.len()))
         };
-        let (whole, whole10) = match pil && cfg!(any(test, target_arch = "x86_64")) {
+        let (whole, whole10, whole10i) = match pil && cfg!(any(test, target_arch = "x86_64")) {
             true => (
                 super::Whole::new(&base[k], &offsets, c.step, t, len).filter(covered),
                 super::Whole::ten(&reads).filter(covered),
+                super::Whole::ten_interleaved(&reads),
             ),
-            false => (None, None),
+            false => (None, None, None),
         };
         // Every other byte: members at 0, 2, 4... taps twice their count apart.
         let sparse = c.step == 2 * members.len() && offsets.iter().enumerate().all(|(m, &o)| o == 2 * m);
@@ -401,6 +406,7 @@ pub(in crate::convert) fn tap_groups(
             pw8,
             whole,
             whole10,
+            whole10i,
             compact,
             part,
         });

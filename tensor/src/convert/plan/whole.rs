@@ -26,6 +26,8 @@ pub(in crate::convert) struct Whole {
     pub(in crate::convert) pairs: usize,
     /// Ten outputs of each of three members a block (`Whole::ten`), not the lanes of `targets`.
     pub(in crate::convert) ten: bool,
+    /// The ten outputs' three members interleaved, pixel by pixel (`Whole::ten_interleaved`).
+    pub(in crate::convert) interleaved: bool,
     pub(in crate::convert) targets: Vec<[u32; 4]>,
     /// Per block: the window's first byte (64 bytes when `narrow`, else 128) and whether every
     /// live output is whole.
@@ -134,7 +136,7 @@ impl Whole {
         // plan (16 dwords: half the outputs per member), which the kernel runs for it.
         let rest = |b: usize| vec![2 * b as u32, 2 * b as u32 + 1];
         let reads = Reads { base, offsets, step, t, row_len };
-        Whole::build(&reads, 8 * blocks * per, targets, false, rest)
+        Whole::build(&reads, 8 * blocks * per, targets, (false, false), rest)
     }
 
     /// Ten outputs of each of three members a block (`ten`, words `10m..10m + 10`): four-byte
@@ -152,12 +154,27 @@ impl Whole {
         // The 2^-22 blocks (`taps::Blocks`, four outputs of each member a block) that hold
         // outputs `10b..10b + 10`: their other outputs are written twice, the same bytes.
         let rest = |b: usize| ((10 * b / 4) as u32..=((10 * b + 9) / 4) as u32).collect();
-        Whole::build(reads, 10 * blocks, vec![IDLE_BLOCK; blocks], true, rest)
+        Whole::build(reads, 10 * blocks, vec![IDLE_BLOCK; blocks], (true, false), rest)
+    }
+
+    /// `ten` with each block's words in the order of the pixels (word `w`: output `10b + w / 3`,
+    /// member `w % 3`), so that a block's 30 bytes are its ten pixels' three members one after
+    /// another: one store a block and row, where `ten`'s members take three. Only where every
+    /// block is whole (no `rest`), for a ring row of the members side by side
+    /// (`multitap::pil8_row`) that becomes an 8-bit RGB output's row as it is.
+    pub(in crate::convert) fn ten_interleaved(reads: &Reads<'_>) -> Option<Whole> {
+        if !super::pixels::pixel_members(reads.offsets, reads.step) {
+            return None;
+        }
+        let blocks = reads.base.len() / 10;
+        let plan = Whole::build(reads, 10 * blocks, vec![IDLE_BLOCK; blocks], (true, true), |_| Vec::new())?;
+        (plan.done == reads.base.len() && plan.whole.iter().all(|&w| w)).then_some(plan)
     }
 
     /// Block `b`'s live words as (word, member, output).
     pub(in crate::convert) fn words(&self, b: usize) -> Vec<(usize, usize, usize)> {
         match self.ten {
+            true if self.interleaved => (0..30).map(|w| (w, w % 3, 10 * b + w / 3)).collect(),
             true => (0..30).map(|w| (w, w / 10, 10 * b + w % 10)).collect(),
             false => (0..4)
                 .filter(|&l| self.targets[b][l] != IDLE)
@@ -175,7 +192,7 @@ impl Whole {
         reads: &Reads<'_>,
         done: usize,
         targets: Vec<[u32; 4]>,
-        ten: bool,
+        (ten, interleaved): (bool, bool),
         rest: impl Fn(usize) -> Vec<u32>,
     ) -> Option<Whole> {
         let Reads { base, offsets, step, t, row_len } = *reads;
@@ -196,6 +213,7 @@ impl Whole {
             done,
             pairs,
             ten,
+            interleaved,
             targets,
             narrow: false,
             bases: Vec::with_capacity(blocks),

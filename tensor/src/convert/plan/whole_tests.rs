@@ -129,7 +129,7 @@ fn pil_whole_weights_give_pils_bytes() {
 #[allow(clippy::needless_range_loop)]
 fn whole_blocks_give_pils_bytes() {
     use crate::preprocess::Interpolation as I;
-    let (mut checked, mut rest, mut ties, mut tens) = (0, 0, 0, 0);
+    let (mut checked, mut rest, mut ties, mut tens, mut sides) = (0, 0, 0, 0, 0);
     let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
     for format in [PixelFormat::Nv12, PixelFormat::Rgba, PixelFormat::Rgb, PixelFormat::Gray8] {
         let (_, comps) = components(format).unwrap();
@@ -160,7 +160,20 @@ fn whole_blocks_give_pils_bytes() {
                 // Four-byte pixels have ten-output lanes too (`Whole::ten`).
                 let pixels = matches!(format, PixelFormat::Rgba);
                 assert_eq!(g.whole10.is_some(), pixels && g.whole.is_some(), "{format:?} {w}->{n}");
-                for wb in g.whole.iter().chain(&g.whole10) {
+                // ... and, where every block is whole, with the members side by side: a block's
+                // word `w` is byte `30b + w` of a row of pixels (`Whole::ten_interleaved`).
+                if let Some(wi) = &g.whole10i {
+                    assert!(pixels && wi.ten && wi.interleaved && wi.done == n && wi.rest.is_empty());
+                    for b in 0..wi.bases.len() {
+                        assert!(wi.whole[b], "{format:?} {w}->{n} block {b}");
+                        for (word, m, x) in wi.words(b) {
+                            assert_eq!(30 * b + word, 3 * x + m, "{format:?} {w}->{n} block {b}");
+                        }
+                    }
+                    sides += 1;
+                }
+                assert!(!(pixels && (w, n) == (1920, 640)) || g.whole10i.is_some(), "{format:?} {w}->{n}");
+                for wb in g.whole.iter().chain(&g.whole10).chain(&g.whole10i) {
                     let window = if wb.narrow { 64 } else { 128 };
                     assert!(wb.reach <= row_len[lead.plane]);
                     // Blocks share their tables: at 3× the first, the inner and the last blocks'.
@@ -269,8 +282,9 @@ fn whole_blocks_give_pils_bytes() {
         }
     }
     assert!(
-        checked > 10_000 && rest > 0 && ties > 40 && tens > 5_000,
-        "{checked} outputs ({tens} in ten-output lanes), {rest} blocks not whole, {ties} ties"
+        checked > 10_000 && rest > 0 && ties > 40 && tens > 5_000 && sides > 0,
+        "{checked} outputs ({tens} in ten-output lanes, {sides} plans side by side), {rest} blocks not whole, \
+         {ties} ties"
     );
 }
 
