@@ -59,6 +59,7 @@ fn main() {
         (PixelFormat::Yuy2, DType::F32),
         (PixelFormat::Rgba, DType::U8),
         (PixelFormat::Rgba, DType::F32),
+        (PixelFormat::Rgb, DType::U8),
     ] {
         if let Some(only) = std::env::args().nth(1) {
             if format!("{f:?}{dt:?}") != only {
@@ -72,6 +73,7 @@ fn main() {
             let planes = match f {
                 PixelFormat::Nv12 => [(src, w), (&src[w * h..], w), (&[][..], 0)],
                 PixelFormat::Yuy2 => [(src, w * 2), (&[][..], 0), (&[][..], 0)],
+                PixelFormat::Rgb => [(src, w * 3), (&[][..], 0), (&[][..], 0)],
                 _ => [(src, w * 4), (&[][..], 0), (&[][..], 0)],
             };
             SrcImage { format: f, width: w, height: h, planes }

@@ -312,12 +312,17 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
                         let vector = neon || matches!(level, Simd::Avx2 | Simd::Avx512);
                         assert!(made == 0 || (vector && plain), "{what}: interleaved {made}");
                         interleaved += made;
-                        // One row of the components side by side: PIL's filters over four-byte
-                        // pixels into interleaved pixels, at AVX-512 alone.
+                        // One row of the components side by side: PIL's filters over three- or
+                        // four-byte pixels into interleaved pixels, at AVX-512 alone.
                         let side = counts.side_by_side;
                         let pixels = matches!(
                             format,
-                            PixelFormat::Rgba | PixelFormat::Bgra | PixelFormat::Rgbx | PixelFormat::Bgrx
+                            PixelFormat::Rgb
+                                | PixelFormat::Bgr
+                                | PixelFormat::Rgba
+                                | PixelFormat::Bgra
+                                | PixelFormat::Rgbx
+                                | PixelFormat::Bgrx
                         );
                         assert!(
                             side == 0

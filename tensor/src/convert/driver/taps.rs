@@ -55,7 +55,7 @@ pub(super) fn yuv_bytes(c: &Converter, m: &MultiTap, ring: bool, planned: impl F
 }
 
 /// Where PIL's filters go straight into an 8-bit RGB or BGR output's pixels (`pil_bytes`) from
-/// one group of four-byte pixels at AVX-512: its ten-output blocks with the members side by side
+/// one group of three- or four-byte pixels at AVX-512: its ten-output blocks with the members side by side
 /// (`plan::Whole::ten_interleaved`) and, per output channel, the byte of a pixel of the ring's
 /// row that is that channel's (`avx512::finish_side_by_side`). The ring's rows and the
 /// components' first row are three content rows long for it (`build::band_scratch`).
@@ -68,8 +68,9 @@ pub(super) fn side_by_side<'m>(
     let [g] = m.groups.as_slice() else { return None };
     let plan = g.whole10i.as_ref()?;
     let len = m.row_len[c.comps[g.members[0]].plane];
-    // (The plan the level takes otherwise is the ten-output one: no output blends alpha.)
-    let ten = whole_avx512(m, g).is_some_and(|w| w.ten);
+    // (Four-byte pixels: where the level's other plan is the ten-output one, no output blends
+    // alpha; three-byte pixels have three members.)
+    let ten = g.members.len() == 3 || whole_avx512(m, g).is_some_and(|w| w.ten);
     let order = super::super::finish::order(c.finish.cs);
     let pick: Option<Vec<usize>> =
         order.iter().take(3).map(|&k| g.members.iter().take(3).position(|&j| j == k)).collect();

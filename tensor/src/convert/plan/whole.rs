@@ -159,11 +159,15 @@ impl Whole {
 
     /// `ten` with each block's words in the order of the pixels (word `w`: output `10b + w / 3`,
     /// member `w % 3`), so that a block's 30 bytes are its ten pixels' three members one after
-    /// another: one store a block and row, where `ten`'s members take three. Only where every
+    /// another: one store a block and row, where `ten`'s members take three; three-byte pixels
+    /// too. Only where every
     /// block is whole (no `rest`), for a ring row of the members side by side
     /// (`multitap::pil8_row`) that becomes an 8-bit RGB output's row as it is.
     pub(in crate::convert) fn ten_interleaved(reads: &Reads<'_>) -> Option<Whole> {
-        if !super::pixels::pixel_members(reads.offsets, reads.step) {
+        // Four-byte pixels (`ten`'s), or three-byte ones (RGB, BGR), whose three members the
+        // lanes of `new` hold eight outputs each: 24 of a block's 32 words.
+        let three = reads.step == 3 && reads.offsets == [0, 1, 2];
+        if !three && !super::pixels::pixel_members(reads.offsets, reads.step) {
             return None;
         }
         let blocks = reads.base.len() / 10;

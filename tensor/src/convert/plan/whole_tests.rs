@@ -160,10 +160,14 @@ fn whole_blocks_give_pils_bytes() {
                 // Four-byte pixels have ten-output lanes too (`Whole::ten`).
                 let pixels = matches!(format, PixelFormat::Rgba);
                 assert_eq!(g.whole10.is_some(), pixels && g.whole.is_some(), "{format:?} {w}->{n}");
-                // ... and, where every block is whole, with the members side by side: a block's
-                // word `w` is byte `30b + w` of a row of pixels (`Whole::ten_interleaved`).
+                // ... and, where every block is whole, with the members side by side (three-byte
+                // pixels too): a block's word `w` is byte `30b + w` of a row of pixels
+                // (`Whole::ten_interleaved`).
+                let three = format == PixelFormat::Rgb;
                 if let Some(wi) = &g.whole10i {
-                    assert!(pixels && wi.ten && wi.interleaved && wi.done == n && wi.rest.is_empty());
+                    assert!(
+                        (pixels || three) && wi.ten && wi.interleaved && wi.done == n && wi.rest.is_empty()
+                    );
                     for b in 0..wi.bases.len() {
                         assert!(wi.whole[b], "{format:?} {w}->{n} block {b}");
                         for (word, m, x) in wi.words(b) {
@@ -172,7 +176,10 @@ fn whole_blocks_give_pils_bytes() {
                     }
                     sides += 1;
                 }
-                assert!(!(pixels && (w, n) == (1920, 640)) || g.whole10i.is_some(), "{format:?} {w}->{n}");
+                assert!(
+                    !((pixels || three) && (w, n) == (1920, 640)) || g.whole10i.is_some(),
+                    "{format:?} {w}->{n}"
+                );
                 for wb in g.whole.iter().chain(&g.whole10).chain(&g.whole10i) {
                     let window = if wb.narrow { 64 } else { 128 };
                     assert!(wb.reach <= row_len[lead.plane]);
