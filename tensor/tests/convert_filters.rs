@@ -284,13 +284,16 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
                     (Colorspace::Rgba, DType::U8, false, None),
                     (Colorspace::Gray, DType::U8, false, None),
                     (Colorspace::Rgb, DType::F32, false, None),
+                    (Colorspace::Bgr, DType::F32, false, Some([0.485f32, 0.456, 0.406])),
                     (Colorspace::Rgb, DType::U8, false, Some([0.4f32, 0.5, 0.6])),
                 ] {
                     let mut spec = ConvertSpec { fit, interpolation, ..Default::default() };
                     if let Some(m) = mean {
                         spec.mean = m;
                         spec.std = [0.2, 0.25, 0.3];
-                        spec.quantization = Some((0.02, 3));
+                        if !dtype.is_float() {
+                            spec.quantization = Some((0.02, 3));
+                        }
                     }
                     let dst = DstLayout::dense(dw, dh, cs, chw, dtype);
                     let mut conv = Converter::new(format, w, h, dst, &spec, 1).unwrap();
