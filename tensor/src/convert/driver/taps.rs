@@ -55,10 +55,10 @@ pub(super) fn yuv_bytes(c: &Converter, m: &MultiTap, ring: bool, planned: impl F
 }
 
 /// Where PIL's filters go straight into an 8-bit RGB or BGR output's pixels (`pil_bytes`) from
-/// one group of three- or four-byte pixels at AVX-512: its ten-output blocks with the members side by side
-/// (`plan::Whole::ten_interleaved`) and, per output channel, the byte of a pixel of the ring's
-/// row that is that channel's (`avx512::finish_side_by_side`). The ring's rows and the
-/// components' first row are three content rows long for it (`build::band_scratch`).
+/// one group of three- or four-byte pixels at AVX-512: its ten-output blocks with the members
+/// side by side (`plan::Whole::ten_interleaved`) and, per output channel, the byte of a pixel of
+/// the ring's row that is that channel's (`avx512::finish_side_by_side`). The first member's ring
+/// rows and component row are three content rows long for it (`build::band_scratch`).
 #[cfg(target_arch = "x86_64")]
 pub(super) fn side_by_side<'m>(
     c: &Converter,
