@@ -248,6 +248,11 @@ pub(in crate::convert) unsafe fn whole_bytes(
         "loads stay inside the rows"
     );
     let members = out[0].iter().take_while(|p| !p.is_null()).count();
+    let lanes = match (plan.ten, plan.interleaved) {
+        (true, true) => PIXELS,
+        (true, false) => TEN,
+        (false, _) => members,
+    };
     macro_rules! by_rows {
         ($narrow:expr, $m:expr) => {
             match rows.len() {
@@ -259,15 +264,7 @@ pub(in crate::convert) unsafe fn whole_bytes(
     }
     macro_rules! go {
         ($narrow:expr) => {
-            match if plan.ten {
-                if plan.interleaved {
-                    PIXELS
-                } else {
-                    TEN
-                }
-            } else {
-                members
-            } {
+            match lanes {
                 TEN => by_rows!($narrow, TEN),
                 PIXELS => by_rows!($narrow, PIXELS),
                 1 => by_rows!($narrow, 1),
