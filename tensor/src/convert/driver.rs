@@ -167,7 +167,8 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         true => taps::pil_bytes(c, m, ring, |g| avx512_plan(g).is_some()),
         false => avx2_ring.as_ref().is_some_and(|r| taps::pil_bytes(c, m, ring, |g| r.takes & (1 << g) != 0)),
     });
-    // Those bytes side by side in one ring row that is the output's (one group of four-byte pixels).
+    // Those bytes side by side in one ring row that is the output's (one group of three- or
+    // four-byte pixels).
     #[cfg(target_arch = "x86_64")]
     let side = c.multi.as_ref().and_then(|m| taps::side_by_side(c, m, bytes_out));
     // YUY2's PIL rows, blended down first, left as bytes for the finish to widen as it loads them.
@@ -274,7 +275,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
                 let horiz =
                     |g: usize, rows: &[&[u8]], out: &[[*mut u8; 4]], ahead: usize, packed: &mut [u8]| {
                         let planned = match side {
-                            Some((whole, _)) => m.groups[g].b16.as_ref().map(|rest| (whole, rest, None)),
+                            Some((whole, ..)) => m.groups[g].b16.as_ref().map(|rest| (whole, rest, None)),
                             None => avx512_plan(g),
                         };
                         let Some((plan, rest, compact)) = planned else { return 0 };
@@ -692,8 +693,7 @@ fn rows_generic(c: &Converter, src: &SrcImage<'_>, band: Band, s: &mut Scratch) 
         #[cfg(target_arch = "x86_64")]
         if row_bytes {
             done = match (c.avx512(), side) {
-                (true, Some((_, pick))) => {
-                    let k = c.multi.as_ref().map_or(0, |m| m.groups[0].members[0]);
+                (true, Some((_, pick, k))) => {
                     let n = unsafe { avx512::finish_side_by_side(&c.finish, &s.comp_bytes[k], pick, dst, y) };
                     s.counts.side_by_side += n as u64;
                     n

@@ -57,14 +57,14 @@ pub(super) fn yuv_bytes(c: &Converter, m: &MultiTap, ring: bool, planned: impl F
 /// Where PIL's filters go straight into an 8-bit RGB or BGR output's pixels (`pil_bytes`) from
 /// one group of three- or four-byte pixels at AVX-512: its ten-output blocks with the members
 /// side by side (`plan::Whole::ten_interleaved`) and, per output channel, the byte of a pixel of
-/// the ring's row that is that channel's (`avx512::finish_side_by_side`). The first member's ring
-/// rows and component row are three content rows long for it (`build::band_scratch`).
+/// the ring's row that is that channel's (`avx512::finish_side_by_side`), and that first member,
+/// whose ring rows and component row are three content rows long for it (`build::band_scratch`).
 #[cfg(target_arch = "x86_64")]
 pub(super) fn side_by_side<'m>(
     c: &Converter,
     m: &'m MultiTap,
     bytes_out: bool,
-) -> Option<(&'m Whole, [usize; 3])> {
+) -> Option<(&'m Whole, [usize; 3], usize)> {
     let [g] = m.groups.as_slice() else { return None };
     let plan = g.whole10i.as_ref()?;
     let len = m.row_len[c.comps[g.members[0]].plane];
@@ -75,7 +75,7 @@ pub(super) fn side_by_side<'m>(
     let pick: Option<Vec<usize>> =
         order.iter().take(3).map(|&k| g.members.iter().take(3).position(|&j| j == k)).collect();
     match (bytes_out && c.avx512() && !c.finish.chw && ten && plan.reach <= len && g.b16.is_some(), pick) {
-        (true, Some(p)) => Some((plan, [p[0], p[1], p[2]])),
+        (true, Some(p)) => Some((plan, [p[0], p[1], p[2]], g.members[0])),
         _ => None,
     }
 }
