@@ -7,6 +7,7 @@
 //! many band threads; `CONVERT_SPEED_SOURCE=1600x900` sets the source size;
 //! `CONVERT_SPEED_SITE=mpeg2` sites the chroma as camera caps without colorimetry do;
 //! `CONVERT_SPEED_CHW=1` writes planar tensors; `CONVERT_SPEED_FRAMES=8` rotates frames;
+//! `CONVERT_SPEED_PAGES=4k` keeps the frames in 4 KiB pages (as a camera's fd mapping);
 //! `CONVERT_SPEED_PICTURE=1` times `convert_picture` (the padding written once, as the element's
 //! pool tensors have it); `CONVERT_SPEED_PERFRAME=1` prints each rotating frame's own best and
 //! median. Beside the best and the median, the best mean of 120 frames in a row: the element
@@ -51,7 +52,20 @@ fn main() {
     let chw = std::env::var("CONVERT_SPEED_CHW").is_ok_and(|v| v == "1");
     // `CONVERT_SPEED_PICTURE=1`: the picture alone written, as into a pool's tensor.
     let picture = std::env::var("CONVERT_SPEED_PICTURE").is_ok_and(|v| v == "1");
-    let srcs: Vec<Vec<u8>> = (0..frames).map(|i| vec![77u8 ^ i as u8; w * h * 4]).collect();
+    // `CONVERT_SPEED_PAGES=4k`: the frames in 4 KiB pages, as a camera's DMA-BUF or memfd mapping
+    // is (the heap's large allocations take transparent huge pages where the kernel gives them).
+    let small = std::env::var("CONVERT_SPEED_PAGES").is_ok_and(|v| v == "4k");
+    let srcs: Vec<Vec<u8>> = (0..frames)
+        .map(|i| {
+            let mut v = Vec::<u8>::with_capacity(w * h * 4);
+            if small {
+                // SAFETY: the range is the vector's own allocation, not yet touched.
+                unsafe { libc::madvise(v.as_mut_ptr().cast(), v.capacity(), libc::MADV_NOHUGEPAGE) };
+            }
+            v.resize(w * h * 4, 77u8 ^ i as u8);
+            v
+        })
+        .collect();
     for (f, dt) in [
         (PixelFormat::Nv12, DType::U8),
         (PixelFormat::Nv12, DType::F32),

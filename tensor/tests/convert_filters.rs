@@ -129,7 +129,8 @@ fn multi_tap_threads_and_wide_downscales() {
 /// Through each filter, an NV12 or YUY2 frame (chroma filtered at its own resolution) stays close
 /// to the same frame decoded to RGB first (bilinear chroma upsampling, rounded to bytes) and then
 /// resized: within 7 levels per pixel and 0.8 on average (measured: at most 6 and 0.65, on
-/// 2.5x downscales to 2x upscales). The two differ by the chroma's extra
+/// 2.5x downscales to 2x upscales, and 3x by 2x, whose whole rows NV12 blends down first under
+/// PIL's triangle: 4 and 0.53). The two differ by the chroma's extra
 /// low-pass (the upsampling's triangle before the filter), the decoded bytes' rounding (0.5
 /// level), and for the PIL presets the 8-bit rounding of Y, U and V between and after the passes
 /// instead of R, G and B's, which the matrix amplifies (V to R by 1.4).
@@ -167,9 +168,12 @@ fn yuv_through_each_filter_is_close_to_decode_then_resize() {
             planes: [(&rgb, w * 3), (&[], 0), (&[], 0)],
         };
         for interpolation in MULTI_TAP {
-            for (dw, dh, fit) in
-                [(40, 40, FitMode::Letterbox), (31, 23, FitMode::Stretch), (200, 150, FitMode::Stretch)]
-            {
+            for (dw, dh, fit) in [
+                (40, 40, FitMode::Letterbox),
+                (31, 23, FitMode::Stretch),
+                (200, 150, FitMode::Stretch),
+                (32, 32, FitMode::Stretch),
+            ] {
                 let dst = DstLayout::dense(dw, dh, Colorspace::Rgb, false, DType::U8);
                 let spec = ConvertSpec { fit, interpolation, ..Default::default() };
                 let (mut direct, mut decoded) = (vec![0u8; dst.bytes()], vec![0u8; dst.bytes()]);
@@ -385,8 +389,10 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
 /// horizontal pass's bytes go to the fused finish, which widens them as it loads them
 /// (`KernelCounts::from_bytes`), and give the baseline's bytes for uint8, int8 and float32
 /// outputs (normalized too), hwc and chw, RGB, BGR, RGBA and gray, at 3×, 2.5×, a letterbox and
-/// widths whose last columns the AVX2 and NEON finishes leave to the channel rows. No other
-/// source or filter takes that path.
+/// widths whose last columns the AVX2 and NEON finishes leave to the channel rows. NV12 and NV21
+/// take it too where every row's weights are whole (the 3× case: the 2.34× letterbox and
+/// 2.46× stretch have tied or uneven rows and stay across first). No other source or filter
+/// takes that path.
 #[test]
 fn yuy2_pil_bytes_go_to_the_finish_as_bytes() {
     let levels = levels();
@@ -399,7 +405,8 @@ fn yuy2_pil_bytes_go_to_the_finish_as_bytes() {
     let mut at_level = vec![0u64; levels.len()];
     for (i, format) in formats().enumerate() {
         let packed = matches!(format, PixelFormat::Yuy2 | PixelFormat::Uyvy);
-        for &(w, h, dw, dh, fit) in &cases {
+        let semi = matches!(format, PixelFormat::Nv12 | PixelFormat::Nv21);
+        for (ci, &(w, h, dw, dh, fit)) in cases.iter().enumerate() {
             let frame = Frame::random(format, w, h, 1700 + i as u64);
             for interpolation in
                 [Interpolation::BilinearAntialias, Interpolation::Area, Interpolation::Bicubic]
@@ -427,10 +434,16 @@ fn yuy2_pil_bytes_go_to_the_finish_as_bytes() {
                             "{interpolation:?} {format:?} {w}x{h} -> {dw}x{dh} {cs:?} {dtype:?} chw={chw} \
                              mean={mean} at {level:?}"
                         );
-                        let down_first = packed && interpolation == Interpolation::BilinearAntialias;
+                        let down_first =
+                            (packed || semi && ci == 0) && interpolation == Interpolation::BilinearAntialias;
                         assert!(
                             made == 0 || (down_first && level != Simd::Baseline),
                             "{what}: from bytes {made}"
+                        );
+                        // NV12 at 3×: every vector level's finish takes the bytes.
+                        assert!(
+                            !(semi && down_first && level != Simd::Baseline) || made > 0,
+                            "{what}: NV12 at 3× not from bytes"
                         );
                         assert!(made <= counts.finished, "{what}: {made} not all finished");
                         at_level[li] += made;

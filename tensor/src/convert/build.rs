@@ -168,8 +168,23 @@ pub(super) fn multi_plan(
             // down take them; PIL's bicubic, whose lobes are negative, blended down by the i32
             // loops took 1.47 → 2.03 ms.
             let positive = plan.rows.iter().all(|t| t.wi.iter().all(|&w| w >= 0));
-            plan.down_first =
-                plan.round_between && positive && matches!(format, PixelFormat::Yuy2 | PixelFormat::Uyvy);
+            // NV12 and NV21 too where the byte kernels blend every row down (`rows_whole`: 3×,
+            // not 2.5×, whose tied rows went to the i32 loops: 900p NV12 8 frames 0.180–0.185
+            // → 0.204–0.206 ms). Their chroma plane has half the rows, and across first the
+            // luma's three rows an output row were three passes of blocks: 1080p NV12, engine,
+            // uint8, one binary choosing, three rounds: hot 0.159–0.166 → 0.141–0.147 ms, with
+            // the asks of `NV12_DOWN_ASKS` 8 rotating frames 0.171–0.180 → 0.152–0.163, 32
+            // level (0.180–0.213 → 0.190–0.202); float32 8 frames 0.194–0.197 → 0.176–0.179;
+            // AVX2 0.303–0.305 → 0.242–0.243. (Down first with YUY2's asks, the twenty-eighth
+            // session's try, ran 32 frames 0.240–0.246.)
+            let planes420 = matches!(format, PixelFormat::Nv12 | PixelFormat::Nv21) && plan.rows_whole();
+            plan.down_first = plan.round_between
+                && positive
+                && (planes420 || matches!(format, PixelFormat::Yuy2 | PixelFormat::Uyvy));
+            plan.down_asks = match planes420 {
+                true => multitap::NV12_DOWN_ASKS,
+                false => (multitap::DOWN_AHEAD, multitap::FINISH_ASKED_ROWS),
+            };
             Some(plan)
         }
         None => None,

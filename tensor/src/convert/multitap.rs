@@ -17,7 +17,8 @@ mod boxes;
 pub(super) use ahead::{
     ahead_bytes, ahead_rows, ahead_rows_by, box_asks, MULTI_PREFETCH_AHEAD, TRICKLE_FROM,
 };
-use ahead::{ahead_bytes_by, down_asks, DOWN_AHEAD, TRICKLED_AHEAD};
+use ahead::{ahead_bytes_by, down_asks, TRICKLED_AHEAD};
+pub(super) use ahead::{DOWN_AHEAD, FINISH_ASKED_ROWS, NV12_DOWN_ASKS};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) use boxes::box_quads_row;
 pub(super) use boxes::box_row;
@@ -275,8 +276,9 @@ pub(super) fn pil8_down_first(
             for (j, at) in at.iter_mut().enumerate().take(kv) {
                 *at = bytes[(first + j) * stride..][..len].as_ptr();
             }
-            let ahead = ahead_bytes_by(rows, cy, DOWN_AHEAD, stride, bytes.len());
-            // The lines asked for: of every row `DOWN_AHEAD` output rows on brings new. By T0
+            let (on, finish_rows) = m.down_asks;
+            let ahead = ahead_bytes_by(rows, cy, on, stride, bytes.len());
+            // The lines asked for: of every row `on` output rows on brings new. By T0
             // (the kernels' hint before), all but the first measured best (1080p YUY2 → 640,
             // AVX-512, Intel Xeon, three alternations, best of 200, two rows on: all three
             // 0.410–0.424 ms on 8 rotating frames, 0.382–0.388 at 900p, 0.488–0.515 on 32; two
@@ -286,8 +288,8 @@ pub(super) fn pil8_down_first(
             // level; AVX2 32 frames 0.476–0.513 against 0.513–0.540).
             let new = rows.first.get(cy + 1).map_or(kv, |&f| (f as usize - first).min(kv));
             // (The finish takes one plane's rows: the first's; the others ask for all of theirs.)
-            let leave = finish_asks && later.is_empty();
-            let (finish, asked, ahead) = down_asks(rows, cy, stride, new.max(1), ahead, leave);
+            let leave = if finish_asks && later.is_empty() { finish_rows } else { 0 };
+            let (finish, asked, ahead) = down_asks(rows, (cy, on), stride, new.max(1), ahead, leave);
             if !finish.is_empty() {
                 later = Trickle::over(bytes, finish);
             }

@@ -36,7 +36,7 @@ pub(in super::super) fn ahead_bytes(rows: &Taps, cy: usize, stride: usize, len: 
 /// (`pil8_down_first`): 2, 4, 6 or 8 rows on, three alternations each (1080p YUY2 → 640,
 /// AVX-512, Intel Xeon, best of 200): 32 frames 0.489–0.493 ms two rows on, 0.468–0.478 four,
 /// 0.475–0.489 six, 0.474–0.503 eight; 8 frames and 900p level within their spread.
-pub(super) const DOWN_AHEAD: usize = 4;
+pub(in super::super) const DOWN_AHEAD: usize = 4;
 
 /// Of the rows new to output row `cy + DOWN_AHEAD` that PIL's vertical pass blended down first
 /// asks for, the first ones it leaves to the finish that reads its bytes at AVX-512
@@ -50,27 +50,43 @@ pub(super) const DOWN_AHEAD: usize = 4;
 /// alternated (by T1): 8 frames 0.192–0.218 → 0.176–0.194, 32 frames 0.245–0.258 →
 /// 0.201–0.230, float32 on 8 frames 0.238–0.251 → 0.214–0.222, 900p level. (At AVX2 level or
 /// slower: its pass asks for them all.)
-pub(super) const FINISH_ASKED_ROWS: usize = 2;
+pub(in super::super) const FINISH_ASKED_ROWS: usize = 2;
+
+/// `DOWN_AHEAD` and `FINISH_ASKED_ROWS` for NV12 and NV21 blended down first
+/// (`build::multi_plan`): three output rows on, all three of the luma's new rows asked for by
+/// the finish (the chroma's by the pass). Engine, 1080p NV12 → 640 uint8
+/// `bilinear-antialias`, AVX-512, Zen 5, one binary choosing by a variable, three rounds, best
+/// stretch of 120 frames (ms), against across first (0.171–0.180 on 8 rotating frames,
+/// 0.180–0.213 on 32):
+///
+/// | on, finish rows | 8 frames | 32 frames |
+/// |---|---:|---:|
+/// | 4, 2 (YUY2's) | 0.188–0.234 | 0.240–0.246 |
+/// | 4, 3 | 0.184–0.205 | 0.240–0.265 |
+/// | 2, 3 | 0.175–0.183 | 0.254–0.278 |
+/// | 3, 2 | 0.172–0.178 | 0.173–0.210 |
+/// | 3, 3 | 0.152–0.163 | 0.190–0.202 |
+pub(in super::super) const NV12_DOWN_ASKS: (usize, usize) = (3, 3);
 
 /// The lines PIL's vertical pass blended down first asks for at output row `cy` (of the rows
-/// output row `cy + DOWN_AHEAD` reads, the last `asked`; `ahead` bytes on from this row's, 0
-/// where there is no such row) shared with a finish that asks too (`finish`): the byte span of
-/// the first `FINISH_ASKED_ROWS` of them, left to the finish, and the pass's own `asked` and
-/// `ahead` (0 where it asks for none).
+/// output row `cy + on` reads, the last `asked`; `ahead` bytes on from this row's, 0 where there
+/// is no such row) shared with a finish that asks for `finish` rows (0: none): the byte span of
+/// the first `finish` of them, left to the finish, and the pass's own `asked` and `ahead` (0
+/// where it asks for none).
 pub(super) fn down_asks(
     rows: &Taps,
-    cy: usize,
+    (cy, on): (usize, usize),
     stride: usize,
     asked: usize,
     ahead: usize,
-    finish: bool,
+    finish: usize,
 ) -> (std::ops::Range<usize>, usize, usize) {
-    let left = if finish && ahead != 0 { FINISH_ASKED_ROWS.min(asked) } else { 0 };
+    let left = if ahead != 0 { finish.min(asked) } else { 0 };
     if left == 0 {
         return (0..0, asked, ahead);
     }
-    // (`ahead` is not 0: output row `cy + DOWN_AHEAD` is there.)
-    let from = (rows.first[cy + DOWN_AHEAD] as usize + rows.taps - asked) * stride;
+    // (`ahead` is not 0: output row `cy + on` is there.)
+    let from = (rows.first[cy + on] as usize + rows.taps - asked) * stride;
     match asked - left {
         0 => (from..from + left * stride, asked, 0),
         rest => (from..from + left * stride, rest, ahead),

@@ -1,6 +1,6 @@
 //! Host tests of which source rows the multi-tap passes fill per call and ask for ahead.
 use super::super::plan::{multi_axis, Filter};
-use super::ahead::{down_asks, FINISH_ASKED_ROWS};
+use super::ahead::{down_asks, FINISH_ASKED_ROWS, NV12_DOWN_ASKS};
 use super::{
     ahead_bytes, ahead_bytes_by, ahead_rows, box_asks, DOWN_AHEAD, MULTI_PREFETCH_AHEAD, TRICKLED_AHEAD,
     TRICKLE_FROM,
@@ -60,40 +60,43 @@ fn the_ring_fills_three_rows_a_call() {
 }
 
 /// PIL's vertical pass blended down first and a finish that asks share the rows the pass asked
-/// for alone (the last `asked` of output row `cy + DOWN_AHEAD`'s, `ahead` on): the finish the
-/// first `FINISH_ASKED_ROWS` of them as whole rows, the pass the rest (its last `asked` rows
-/// shifted by its `ahead`), each row once, none where there is no such output row; without a
-/// finish that asks, the pass all of them, as before.
+/// for alone (the last `asked` of output row `cy + on`'s, `ahead` on): the finish the first
+/// `FINISH_ASKED_ROWS` of them as whole rows (NV12's: `NV12_DOWN_ASKS`), the pass the rest (its
+/// last `asked` rows shifted by its `ahead`), each row once, none where there is no such output
+/// row; without a finish that asks, the pass all of them, as before.
 #[test]
 fn down_asks_leave_a_later_rows_first_rows_to_the_finish() {
     let stride = 3840;
     let filter = Filter::of(Interpolation::BilinearAntialias, true).unwrap();
-    for (src, n) in [(1080, 360), (900, 360), (540, 360), (720, 360)] {
+    let cases = [(1080, 360), (900, 360), (540, 360), (720, 360)];
+    for ((src, n), (on, rows)) in
+        cases.into_iter().flat_map(|c| [(c, (DOWN_AHEAD, FINISH_ASKED_ROWS)), (c, NV12_DOWN_ASKS)])
+    {
         let t = multi_axis(n, 0, src, 1, 0, src - 1, filter, 0.0);
         let (kv, len) = (t.taps, src * stride);
         let mut shared = 0;
         for cy in 0..n {
-            let ahead = ahead_bytes_by(&t, cy, DOWN_AHEAD, stride, len);
+            let ahead = ahead_bytes_by(&t, cy, on, stride, len);
             let next = t.first.get(cy + 1).map_or(kv, |&f| (f - t.first[cy]) as usize);
             let new = next.min(kv).max(1);
             assert_eq!(
-                down_asks(&t, cy, stride, new, ahead, false),
+                down_asks(&t, (cy, on), stride, new, ahead, 0),
                 (0..0, new, ahead),
                 "{src}->{n} row {cy}"
             );
-            let (span, asked, on) = down_asks(&t, cy, stride, new, ahead, true);
+            let (span, asked, pass_on) = down_asks(&t, (cy, on), stride, new, ahead, rows);
             if ahead == 0 {
-                assert_eq!((span, on), (0..0, 0), "{src}->{n} row {cy}: no row to ask for");
+                assert_eq!((span, pass_on), (0..0, 0), "{src}->{n} row {cy}: no row to ask for");
                 continue;
             }
-            // One past the last row output row `cy + DOWN_AHEAD` reads.
-            let end = t.first[cy + DOWN_AHEAD] as usize + kv;
+            // One past the last row output row `cy + on` reads.
+            let end = t.first[cy + on] as usize + kv;
             assert!(end <= src && span.start % stride == 0 && span.end % stride == 0, "{src}->{n} row {cy}");
             let finish = span.start / stride..span.end / stride;
             assert_eq!(finish.start, end - new, "{src}->{n} row {cy}: the finish's first row");
-            assert_eq!(finish.len(), FINISH_ASKED_ROWS.min(new), "{src}->{n} row {cy}");
+            assert_eq!(finish.len(), rows.min(new), "{src}->{n} row {cy}");
             // The pass asks for row `j` of its window, `on` bytes on, where `j + asked >= kv`.
-            let pass = match on {
+            let pass = match pass_on {
                 0 => finish.end..finish.end,
                 on => {
                     t.first[cy] as usize + kv - asked + on / stride..t.first[cy] as usize + kv + on / stride

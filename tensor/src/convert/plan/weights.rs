@@ -419,6 +419,10 @@ pub(in crate::convert) struct MultiTap {
     /// PIL's filters blended down before across (`multitap::pil8_down_first`): set by the
     /// converter for sources whose every row is packed before it is filtered across.
     pub(in crate::convert) down_first: bool,
+    /// Blended down first, the rows asked for ahead: of the output row this many on
+    /// (`multitap::ahead::DOWN_AHEAD`, `NV12_DOWN_ASKS`), and how many of its new rows the
+    /// finish that reads the bytes asks for (`FINISH_ASKED_ROWS`).
+    pub(in crate::convert) down_asks: (usize, usize),
     /// The luma and chroma rows take the same source rows by the same weights (4:2:2, 4:4:4).
     pub(in crate::convert) same_rows: bool,
 }
@@ -473,8 +477,19 @@ impl MultiTap {
             row_div,
             row_ties,
             down_first: false,
+            down_asks: (0, 0),
             same_rows,
         }
+    }
+
+    /// Whether every output row on both axes has whole weights that are not tied and a divider
+    /// (`whole_row`'s `WholeRow::untied`): the rows the byte kernels blend down by themselves,
+    /// none left to the i32 loops.
+    pub(in crate::convert) fn rows_whole(&self) -> bool {
+        (0..2).all(|a| {
+            let rows = &self.rows[a];
+            rows.d.iter().zip(&self.row_div[a]).all(|(&d, &div)| d != 0 && div != (0, 0))
+        })
     }
 
     /// PIL's whole weights of output row `cy` on `axis` (tied ones too: `WholeRow::n`); none
