@@ -173,10 +173,12 @@ pub(super) fn multi_plan(
             // → 0.204–0.206 ms). Their chroma plane has half the rows, and across first the
             // luma's three rows an output row were three passes of blocks: 1080p NV12, engine,
             // uint8, one binary choosing, three rounds: hot 0.159–0.166 → 0.141–0.147 ms, with
-            // the asks of `NV12_DOWN_ASKS` 8 rotating frames 0.171–0.180 → 0.152–0.163, 32
-            // level (0.180–0.213 → 0.190–0.202); float32 8 frames 0.194–0.197 → 0.176–0.179;
-            // AVX2 0.303–0.305 → 0.242–0.243. (Down first with YUY2's asks, the twenty-eighth
-            // session's try, ran 32 frames 0.240–0.246.)
+            // the asks of `NV12_DOWN_ASKS` at 3, 3 8 rotating frames 0.171–0.180 → 0.152–0.163,
+            // 32 level (0.180–0.213 → 0.190–0.202); float32 8 frames 0.194–0.197 → 0.176–0.179;
+            // AVX2 0.303–0.305 → 0.242–0.243. The element's camera rows (at 3, 3; `cargo bench`, two
+            // builds, two rounds): 8 frames 0.173–0.181 → 0.142–0.146, 32 frames 0.184–0.191 →
+            // 0.167–0.173. (Down first with YUY2's asks, as the twenty-eighth session tried it,
+            // ran 32 frames 0.240–0.246.)
             let planes420 = matches!(format, PixelFormat::Nv12 | PixelFormat::Nv21) && plan.rows_whole();
             plan.down_first = plan.round_between
                 && positive

@@ -53,20 +53,22 @@ pub(in super::super) const DOWN_AHEAD: usize = 4;
 pub(in super::super) const FINISH_ASKED_ROWS: usize = 2;
 
 /// `DOWN_AHEAD` and `FINISH_ASKED_ROWS` for NV12 and NV21 blended down first
-/// (`build::multi_plan`): three output rows on, all three of the luma's new rows asked for by
-/// the finish (the chroma's by the pass). Engine, 1080p NV12 → 640 uint8
-/// `bilinear-antialias`, AVX-512, Zen 5, one binary choosing by a variable, three rounds, best
-/// stretch of 120 frames (ms), against across first (0.171–0.180 on 8 rotating frames,
-/// 0.180–0.213 on 32):
+/// (`build::multi_plan`): three output rows on, the first of the luma's new rows asked for by the
+/// finish (the rest, and the chroma's, by the pass). 1080p NV12 → 640 uint8
+/// `bilinear-antialias`, AVX-512, Zen 5, one binary choosing by a variable (ms). The element's
+/// camera rows (`cargo bench`, two or three rounds, in a slow stretch of the machine):
 ///
 /// | on, finish rows | 8 frames | 32 frames |
 /// |---|---:|---:|
-/// | 4, 2 (YUY2's) | 0.188–0.234 | 0.240–0.246 |
-/// | 4, 3 | 0.184–0.205 | 0.240–0.265 |
-/// | 2, 3 | 0.175–0.183 | 0.254–0.278 |
-/// | 3, 2 | 0.172–0.178 | 0.173–0.210 |
-/// | 3, 3 | 0.152–0.163 | 0.190–0.202 |
-pub(in super::super) const NV12_DOWN_ASKS: (usize, usize) = (3, 3);
+/// | 4, 1 | 0.186–0.195 | 0.222–0.237 |
+/// | 3, 3 | 0.161–0.179 | 0.206–0.229 |
+/// | 3, 2 | 0.158–0.169 | 0.183–0.195 |
+/// | 3, 1 | 0.160–0.169 | 0.173–0.184 |
+///
+/// The engine (best stretch of 120 frames, three rounds) had YUY2's 4, 2 at 0.188–0.234 /
+/// 0.240–0.246, 2, 3 at 0.175–0.183 / 0.254–0.278, and 3, 3 best on 8 frames (0.152–0.163
+/// against 0.172–0.178 for 3, 2), which the element did not repeat.
+pub(in super::super) const NV12_DOWN_ASKS: (usize, usize) = (3, 1);
 
 /// The lines PIL's vertical pass blended down first asks for at output row `cy` (of the rows
 /// output row `cy + on` reads, the last `asked`; `ahead` bytes on from this row's, 0 where there
