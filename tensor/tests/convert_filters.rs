@@ -96,23 +96,29 @@ fn area_and_triangle_weights_at_integer_ratios() {
 }
 
 /// Converting twice, on one band and on three, gives the same bytes (each band's ring of filtered
-/// rows starts empty); a 16x downscale plans, and one past MAX_TAPS is refused, not allocated.
+/// rows starts empty; NV12 at 3×, blended down first under PIL's triangle, too); a 16x downscale
+/// plans, and one past MAX_TAPS is refused, not allocated.
 #[test]
 fn multi_tap_threads_and_wide_downscales() {
-    let frame = Frame::random(PixelFormat::Nv12, 161, 91, 13);
     for interpolation in MULTI_TAP {
-        let dst = DstLayout::dense(97, 53, Colorspace::Rgb, true, DType::F32);
+        for (w, h, dw, dh, fit) in
+            [(161, 91, 97, 53, FitMode::Letterbox), (192, 108, 64, 36, FitMode::Stretch)]
+        {
+            let frame = Frame::random(PixelFormat::Nv12, w, h, 13);
+            let dst = DstLayout::dense(dw, dh, Colorspace::Rgb, true, DType::F32);
+            let spec = ConvertSpec { interpolation, fit, ..Default::default() };
+            let run = |threads| {
+                let conv = Converter::new(PixelFormat::Nv12, w, h, dst, &spec, threads).unwrap();
+                let mut out = vec![0u8; dst.bytes()];
+                conv.convert(&frame.image(), &mut out).unwrap();
+                let first = out.clone();
+                conv.convert(&frame.image(), &mut out).unwrap();
+                assert!(first == out, "{interpolation:?} {w}x{h}: a second frame differs");
+                out
+            };
+            assert!(run(1) == run(3), "{interpolation:?} {w}x{h}: bands differ");
+        }
         let spec = ConvertSpec { interpolation, ..Default::default() };
-        let run = |threads| {
-            let conv = Converter::new(PixelFormat::Nv12, 161, 91, dst, &spec, threads).unwrap();
-            let mut out = vec![0u8; dst.bytes()];
-            conv.convert(&frame.image(), &mut out).unwrap();
-            let first = out.clone();
-            conv.convert(&frame.image(), &mut out).unwrap();
-            assert!(first == out, "{interpolation:?}: a second frame differs");
-            out
-        };
-        assert!(run(1) == run(3), "{interpolation:?}: bands differ");
         let wide = Frame::random(PixelFormat::Rgb, 640, 480, 14);
         let dst = DstLayout::dense(40, 30, Colorspace::Rgb, false, DType::U8);
         let conv = Converter::new(PixelFormat::Rgb, 640, 480, dst, &spec, 1).unwrap();
