@@ -69,6 +69,7 @@ fn main() {
     for (f, dt) in [
         (PixelFormat::Nv12, DType::U8),
         (PixelFormat::Nv12, DType::F32),
+        (PixelFormat::I420, DType::U8),
         (PixelFormat::Yuy2, DType::U8),
         (PixelFormat::Yuy2, DType::F32),
         (PixelFormat::Rgba, DType::U8),
@@ -86,6 +87,7 @@ fn main() {
         fn image(f: PixelFormat, w: usize, h: usize, src: &[u8]) -> SrcImage<'_> {
             let planes = match f {
                 PixelFormat::Nv12 => [(src, w), (&src[w * h..], w), (&[][..], 0)],
+                PixelFormat::I420 => [(src, w), (&src[w * h..], w / 2), (&src[w * h * 5 / 4..], w / 2)],
                 PixelFormat::Yuy2 => [(src, w * 2), (&[][..], 0), (&[][..], 0)],
                 PixelFormat::Rgb => [(src, w * 3), (&[][..], 0), (&[][..], 0)],
                 _ => [(src, w * 4), (&[][..], 0), (&[][..], 0)],

@@ -132,7 +132,7 @@ fn multi_tap_threads_and_wide_downscales() {
     }
 }
 
-/// Through each filter, an NV12 or YUY2 frame (chroma filtered at its own resolution) stays close
+/// Through each filter, an NV12, YUY2 or I420 frame (chroma filtered at its own resolution) stays close
 /// to the same frame decoded to RGB first (bilinear chroma upsampling, rounded to bytes) and then
 /// resized: within 7 levels per pixel and 0.8 on average (measured: at most 6 and 0.65, on
 /// 2.5x downscales to 2x upscales, and 3x by 2x, whose whole rows NV12 blends down first under
@@ -143,7 +143,7 @@ fn multi_tap_threads_and_wide_downscales() {
 #[test]
 fn yuv_through_each_filter_is_close_to_decode_then_resize() {
     let (w, h) = (96, 64);
-    for format in [PixelFormat::Nv12, PixelFormat::Yuy2] {
+    for format in [PixelFormat::Nv12, PixelFormat::Yuy2, PixelFormat::I420] {
         // Smooth luma with noise and chroma that varies over the frame: a camera's picture.
         let mut frame = Frame::flat(format, w, h, 0, 0);
         let mut state = 7u64;
@@ -395,10 +395,10 @@ fn byte_filters_go_to_rgb_outputs_as_they_are() {
 /// horizontal pass's bytes go to the fused finish, which widens them as it loads them
 /// (`KernelCounts::from_bytes`), and give the baseline's bytes for uint8, int8 and float32
 /// outputs (normalized too), hwc and chw, RGB, BGR, RGBA and gray, at 3×, 2.5×, a letterbox and
-/// widths whose last columns the AVX2 and NEON finishes leave to the channel rows. NV12 and NV21
-/// take it too where every row's weights are whole (the 3× case: the 2.34× letterbox and
-/// 2.46× stretch have tied or uneven rows and stay across first). No other source or filter
-/// takes that path.
+/// widths whose last columns the AVX2 and NEON finishes leave to the channel rows. The 4:2:0
+/// sources (NV12, NV21, I420, YV12) take it too where every row's weights are whole (the 3×
+/// case: the 2.34× letterbox and 2.46× stretch have tied or uneven rows and stay across first).
+/// No other source or filter takes that path.
 #[test]
 fn yuy2_pil_bytes_go_to_the_finish_as_bytes() {
     let levels = levels();
@@ -411,7 +411,8 @@ fn yuy2_pil_bytes_go_to_the_finish_as_bytes() {
     let mut at_level = vec![0u64; levels.len()];
     for (i, format) in formats().enumerate() {
         let packed = matches!(format, PixelFormat::Yuy2 | PixelFormat::Uyvy);
-        let semi = matches!(format, PixelFormat::Nv12 | PixelFormat::Nv21);
+        let semi =
+            matches!(format, PixelFormat::Nv12 | PixelFormat::Nv21 | PixelFormat::I420 | PixelFormat::Yv12);
         for (ci, &(w, h, dw, dh, fit)) in cases.iter().enumerate() {
             let frame = Frame::random(format, w, h, 1700 + i as u64);
             for interpolation in
@@ -446,10 +447,10 @@ fn yuy2_pil_bytes_go_to_the_finish_as_bytes() {
                             made == 0 || (down_first && level != Simd::Baseline),
                             "{what}: from bytes {made}"
                         );
-                        // NV12 at 3×: every vector level's finish takes the bytes.
+                        // 4:2:0 at 3×: every vector level's finish takes the bytes.
                         assert!(
                             !(semi && down_first && level != Simd::Baseline) || made > 0,
-                            "{what}: NV12 at 3× not from bytes"
+                            "{what}: 4:2:0 at 3× not from bytes"
                         );
                         assert!(made <= counts.finished, "{what}: {made} not all finished");
                         at_level[li] += made;

@@ -168,7 +168,8 @@ pub(super) fn multi_plan(
             // down take them; PIL's bicubic, whose lobes are negative, blended down by the i32
             // loops took 1.47 → 2.03 ms.
             let positive = plan.rows.iter().all(|t| t.wi.iter().all(|&w| w >= 0));
-            // NV12 and NV21 too where the byte kernels blend every row down (`rows_whole`: 3×,
+            // The 4:2:0 sources too (NV12, NV21, I420, YV12) where the byte kernels blend every
+            // row down (`rows_whole`: 3×,
             // not 2.5×, whose tied rows went to the i32 loops: 900p NV12 8 frames 0.180–0.185
             // → 0.204–0.206 ms). Their chroma plane has half the rows, and across first the
             // luma's three rows an output row were three passes of blocks: 1080p NV12, engine,
@@ -178,8 +179,13 @@ pub(super) fn multi_plan(
             // AVX2 0.303–0.305 → 0.242–0.243. The element's camera rows (at 3, 3; `cargo bench`, two
             // builds, two rounds): 8 frames 0.173–0.181 → 0.142–0.146, 32 frames 0.184–0.191 →
             // 0.167–0.173. (Down first with YUY2's asks, as the twenty-eighth session tried it,
-            // ran 32 frames 0.240–0.246.)
-            let planes420 = matches!(format, PixelFormat::Nv12 | PixelFormat::Nv21) && plan.rows_whole();
+            // ran 32 frames 0.240–0.246.) I420 with NV12's asks, one binary, three rounds: hot
+            // 0.181–0.184 → 0.158, 8 frames 0.183–0.196 → 0.167–0.170, 32 frames 0.196–0.203 →
+            // 0.179–0.183 (YUY2's asks there: 0.191–0.205 and 0.219–0.225).
+            let planes420 = matches!(
+                format,
+                PixelFormat::Nv12 | PixelFormat::Nv21 | PixelFormat::I420 | PixelFormat::Yv12
+            ) && plan.rows_whole();
             plan.down_first = plan.round_between
                 && positive
                 && (planes420 || matches!(format, PixelFormat::Yuy2 | PixelFormat::Uyvy));

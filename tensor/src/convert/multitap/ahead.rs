@@ -52,9 +52,9 @@ pub(in super::super) const DOWN_AHEAD: usize = 4;
 /// slower: its pass asks for them all.)
 pub(in super::super) const FINISH_ASKED_ROWS: usize = 2;
 
-/// `DOWN_AHEAD` and `FINISH_ASKED_ROWS` for NV12 and NV21 blended down first
-/// (`build::multi_plan`): three output rows on, the first of the luma's new rows asked for by the
-/// finish (the rest, and the chroma's, by the pass). 1080p NV12 → 640 uint8
+/// `DOWN_AHEAD` and `FINISH_ASKED_ROWS` for the 4:2:0 sources blended down first (NV12, NV21,
+/// I420, YV12: `build::multi_plan`): three output rows on, the first of the luma's new rows
+/// asked for by the finish (the rest, and the chroma's, by the pass). 1080p NV12 → 640 uint8
 /// `bilinear-antialias`, AVX-512, Zen 5, one binary choosing by a variable (ms). The element's
 /// camera rows (`cargo bench`, two or three rounds, in a slow stretch of the machine):
 ///
