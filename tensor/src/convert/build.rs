@@ -169,19 +169,19 @@ pub(super) fn multi_plan(
             // loops took 1.47 → 2.03 ms.
             let positive = plan.rows.iter().all(|t| t.wi.iter().all(|&w| w >= 0));
             // The 4:2:0 sources too (NV12, NV21, I420, YV12) where the byte kernels blend every
-            // row down (`rows_whole`: 3×,
-            // not 2.5×, whose tied rows went to the i32 loops: 900p NV12 8 frames 0.180–0.185
-            // → 0.204–0.206 ms). Their chroma plane has half the rows, and across first the
-            // luma's three rows an output row were three passes of blocks: 1080p NV12, engine,
-            // uint8, one binary choosing, three rounds: hot 0.159–0.166 → 0.141–0.147 ms, with
-            // the asks of `NV12_DOWN_ASKS` at 3, 3 8 rotating frames 0.171–0.180 → 0.152–0.163,
-            // 32 level (0.180–0.213 → 0.190–0.202); float32 8 frames 0.194–0.197 → 0.176–0.179;
-            // AVX2 0.303–0.305 → 0.242–0.243. The element's camera rows (at 3, 3; `cargo bench`, two
-            // builds, two rounds): 8 frames 0.173–0.181 → 0.142–0.146, 32 frames 0.184–0.191 →
-            // 0.167–0.173. (Down first with YUY2's asks, as the twenty-eighth session tried it,
-            // ran 32 frames 0.240–0.246.) I420 with NV12's asks, one binary, three rounds: hot
-            // 0.181–0.184 → 0.158, 8 frames 0.183–0.196 → 0.167–0.170, 32 frames 0.196–0.203 →
-            // 0.179–0.183 (YUY2's asks there: 0.191–0.205 and 0.219–0.225).
+            // row down (`rows_whole`: 3×, not 2.5×, whose tied rows went to the i32 loops: 900p
+            // NV12 8 frames 0.180–0.185 → 0.204–0.206 ms). Their chroma planes have half the
+            // rows, and across first the luma's three rows an output row were three passes of
+            // blocks. 1080p NV12, engine, uint8, one binary choosing, three rounds: hot
+            // 0.159–0.166 → 0.141–0.147 ms; with `NV12_DOWN_ASKS` at 3, 3, 8 rotating frames
+            // 0.171–0.180 → 0.152–0.163, 32 level (0.180–0.213 → 0.190–0.202); float32 8 frames
+            // 0.194–0.197 → 0.176–0.179; AVX2 0.303–0.305 → 0.242–0.243. The element's camera
+            // rows (at 3, 3; `cargo bench`, two builds, two rounds): 8 frames 0.173–0.181 →
+            // 0.142–0.146, 32 frames 0.184–0.191 → 0.167–0.173. With YUY2's asks, as the
+            // twenty-eighth and forty-fourth sessions tried it, 32 frames took 0.240–0.246. I420
+            // with NV12's asks, one binary, three rounds: hot 0.181–0.184 → 0.158, 8 frames
+            // 0.183–0.196 → 0.167–0.170, 32 frames 0.196–0.203 → 0.179–0.183 (with YUY2's asks
+            // 0.191–0.205 and 0.219–0.225).
             let planes420 = matches!(
                 format,
                 PixelFormat::Nv12 | PixelFormat::Nv21 | PixelFormat::I420 | PixelFormat::Yv12
