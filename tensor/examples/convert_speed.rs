@@ -84,14 +84,13 @@ fn main() {
         let dst = DstLayout::dense(side, side, Colorspace::Rgb, chw, dt);
         let threads = std::env::var("CONVERT_SPEED_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
         let c = Converter::new(f, w, h, dst, &spec, threads).unwrap();
+        // The planes where the crate's plane table puts them in a tightly packed frame.
         fn image(f: PixelFormat, w: usize, h: usize, src: &[u8]) -> SrcImage<'_> {
-            let planes = match f {
-                PixelFormat::Nv12 => [(src, w), (&src[w * h..], w), (&[][..], 0)],
-                PixelFormat::I420 => [(src, w), (&src[w * h..], w / 2), (&src[w * h * 5 / 4..], w / 2)],
-                PixelFormat::Yuy2 => [(src, w * 2), (&[][..], 0), (&[][..], 0)],
-                PixelFormat::Rgb => [(src, w * 3), (&[][..], 0), (&[][..], 0)],
-                _ => [(src, w * 4), (&[][..], 0), (&[][..], 0)],
-            };
+            let table = f.plane_table(w, h, f.min_row_stride(w, 1));
+            let mut planes = [(&[][..], 0); 3];
+            for (p, g) in planes.iter_mut().zip(&table) {
+                *p = (&src[g.offset..g.offset + g.size], g.stride as usize);
+            }
             SrcImage { format: f, width: w, height: h, planes }
         }
         let imgs: Vec<SrcImage<'_>> = srcs.iter().map(|s| image(f, w, h, s)).collect();
